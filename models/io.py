@@ -1,0 +1,184 @@
+"""Read cluster state: files or directories, JSON or (multi-document) YAML, `-` for stdin, freely mixed.
+
+Accepted shapes: a v1 `List` whose items carry `kind`; typed lists (`NodeList`, `PodList`, ...) whose items
+may lack it; single objects; multi-document manifests; workload manifests (expanded into pods by
+`models.workloads`); and the kube-scheduler-simulator's export file (`{"pods": [...], "nodes": [...], ...}`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .errors import InputError
+from .k8s import CLUSTER_SCOPED, MODEL_BY_KIND
+from .snapshot import ClusterSnapshot, finalize
+from .workloads import expand_workloads
+
+try:  # libyaml is an order of magnitude faster on big exports
+    _YamlLoader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+    _YamlLoader = yaml.SafeLoader
+
+_SUFFIXES = {".json", ".yaml", ".yml"}
+_ATTR = {
+    "Node": "nodes",
+    "Pod": "pods",
+    "PodDisruptionBudget": "pdbs",
+    "PriorityClass": "priority_classes",
+    "Namespace": "namespaces",
+    "PersistentVolume": "pvs",
+    "PersistentVolumeClaim": "pvcs",
+    "StorageClass": "storage_classes",
+    "CSINode": "csinodes",
+    "Service": "services",
+}
+# The kube-scheduler-simulator's export: top-level keys and the kind of their items.
+_SIMULATOR_KEYS = {
+    "pods": "Pod",
+    "nodes": "Node",
+    "pvs": "PersistentVolume",
+    "pvcs": "PersistentVolumeClaim",
+    "storageClasses": "StorageClass",
+    "priorityClasses": "PriorityClass",
+    "namespaces": "Namespace",
+}
+# Kinds people commonly have in a `kubectl get all` that the scheduler does not read.
+_IGNORED_QUIETLY = {"Endpoints", "EndpointSlice", "Event", "ControllerRevision", "ConfigMap", "Secret", "Lease"}
+
+
+def load_state(paths: Iterable[str]) -> ClusterSnapshot:
+    """Read every path (file, directory, or `-`) into one validated ClusterSnapshot."""
+    snapshot = ClusterSnapshot()
+    sources: dict[int, str] = {}
+    for source, doc in _documents(paths):
+        for kind, item in _objects(doc, source, snapshot):
+            _add(snapshot, sources, kind, item, source)
+    expand_workloads(snapshot, sources)
+    return finalize(snapshot, sources)
+
+
+def _files(paths: Iterable[str]) -> Iterator[tuple[str, str]]:
+    for raw in paths:
+        if raw == "-":
+            yield "<stdin>", sys.stdin.read()
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
+            if not files:
+                raise InputError("directory holds no .json, .yaml or .yml files", source=raw)
+        elif path.is_file():
+            files = [path]
+        else:
+            raise InputError("no such file or directory", source=raw)
+        for f in files:
+            try:
+                yield str(f), f.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"cannot be read: {exc}", source=str(f)) from None
+
+
+def _documents(paths: Iterable[str]) -> Iterator[tuple[str, Any]]:
+    for source, text in _files(paths):
+        stripped = text.lstrip()
+        if stripped.startswith(("{", "[")):
+            try:
+                yield source, json.loads(text)
+                continue
+            except json.JSONDecodeError as exc:
+                if source.endswith(".json"):
+                    raise InputError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
+                                     source=source) from None
+        try:
+            for doc in yaml.load_all(text, Loader=_YamlLoader):
+                if doc is not None:
+                    yield source, doc
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise InputError(f"invalid YAML{where}: {problem}", source=source) from None
+
+
+def _objects(doc: Any, source: str, snapshot: ClusterSnapshot) -> Iterator[tuple[str, dict]]:
+    if isinstance(doc, list):
+        for item in doc:
+            yield from _objects(item, source, snapshot)
+        return
+    if not isinstance(doc, dict):
+        raise InputError(f"expected a Kubernetes object or list, found {type(doc).__name__}", source=source)
+    kind = doc.get("kind")
+    if kind is None and any(k in doc for k in _SIMULATOR_KEYS):
+        for key, item_kind in _SIMULATOR_KEYS.items():
+            for item in doc.get(key) or []:
+                yield item_kind, item
+        if isinstance(doc.get("schedulerConfig"), dict):
+            snapshot.scheduler_config = doc["schedulerConfig"]
+        return
+    if not isinstance(kind, str):
+        raise InputError("object has no 'kind'", source=source)
+    if kind == "List" or (kind.endswith("List") and "items" in doc):
+        item_kind = None if kind == "List" else kind[: -len("List")]
+        for i, item in enumerate(doc.get("items") or []):
+            if not isinstance(item, dict):
+                raise InputError(f"items[{i}] is not an object", source=source)
+            k = item.get("kind") or item_kind
+            if k is None:
+                raise InputError("item in a v1 List has no 'kind'", source=source, field=f"items[{i}]")
+            yield k, item
+        return
+    yield kind, doc
+
+
+def _add(snapshot: ClusterSnapshot, sources: dict[int, str], kind: str, item: dict, source: str) -> None:
+    model = MODEL_BY_KIND.get(kind)
+    meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+    name = meta.get("name") or meta.get("generateName") or "<unnamed>"
+    ns = meta.get("namespace") or ("" if kind in CLUSTER_SCOPED else "default")
+    ref = f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
+    if model is None:
+        if kind not in _IGNORED_QUIETLY:
+            snapshot.warnings.append(f"{source}: {ref}: kind {kind} is not used for scheduling; skipped")
+        return
+    item = {**item, "kind": kind}
+    try:
+        obj = model.model_validate(item)
+    except ValidationError as exc:
+        raise _input_error(exc, source, ref) from None
+    if kind not in CLUSTER_SCOPED and not obj.metadata.namespace:
+        obj.metadata.namespace = "default"
+    if not obj.metadata.name and kind != "Pod":
+        raise InputError("metadata.name is required", source=source, obj=ref, field="metadata.name")
+    attr = _ATTR.get(kind, "workloads")
+    getattr(snapshot, attr).append(obj)
+    sources[id(obj)] = source
+
+
+def _input_error(exc: ValidationError, source: str, ref: str) -> InputError:
+    err = exc.errors(include_url=False)[0]
+    path = ""
+    for part in err["loc"]:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in ("function-before[_int_or_string(), union[int,str]]",) or "[" in str(part):
+            continue
+        else:
+            path += ("." if path else "") + str(part)
+    typ, value = err["type"], err.get("input")
+    if typ == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "").replace("'", "")
+        msg = f"{value!r} is not one of {expected}"
+    elif typ == "missing":
+        msg = "is required"
+    elif typ in ("quantity", "int_or_string", "selector"):
+        msg = err["msg"]
+    else:
+        msg = f"{err['msg'][0].lower()}{err['msg'][1:]} (got {value!r})"
+    return InputError(msg, source=source, obj=ref, field=path or None)

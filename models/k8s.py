@@ -1,0 +1,497 @@
+"""The Kubernetes objects kplace reads, as pydantic v2 models holding every field kube-scheduler's plugins use.
+
+Field names are snake_case in Python and camelCase on the wire (aliases), exactly as the API serialises
+them. Unknown fields are ignored, enums are checked, quantities are parsed exactly (`models.quantity`).
+API-server defaulting that matters for scheduling is applied on construction (requests default to limits,
+the Equal toleration operator, TCP ports, `default-scheduler`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from fractions import Fraction
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from .quantity import QuantityError, parse_quantity
+
+
+def _quantity(raw: Any) -> Fraction:
+    if isinstance(raw, Fraction):
+        return raw
+    try:
+        return parse_quantity(raw)
+    except QuantityError:
+        raise PydanticCustomError("quantity", "'{value}' is not a valid quantity", {"value": raw}) from None
+
+
+Quantity = Annotated[Fraction, BeforeValidator(_quantity)]
+ResourceList = dict[str, Quantity]
+
+
+def _int_or_string(raw: Any) -> int | str:
+    if isinstance(raw, bool):
+        raise PydanticCustomError("int_or_string", "'{value}' is not an integer or a percentage", {"value": raw})
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and raw.endswith("%") and raw[:-1].isdigit():
+        return raw
+    if isinstance(raw, str) and raw.isdigit():
+        return int(raw)
+    raise PydanticCustomError("int_or_string", "'{value}' is not an integer or a percentage", {"value": raw})
+
+
+IntOrPercent = Annotated[int | str, BeforeValidator(_int_or_string)]
+
+
+class K8s(BaseModel):
+    """Base: camelCase aliases, unknown fields ignored, populate by either name."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", arbitrary_types_allowed=True
+    )
+
+
+# --- metadata -------------------------------------------------------------------------------------
+
+
+class OwnerReference(K8s):
+    api_version: str = ""
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool = False
+
+
+class ObjectMeta(K8s):
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    uid: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    resource_version: str | None = None
+
+
+# --- selectors ------------------------------------------------------------------------------------
+
+
+class LabelSelectorRequirement(K8s):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> LabelSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise PydanticCustomError("selector", "values must be non-empty for operator {op}", {"op": self.operator})
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise PydanticCustomError("selector", "values must be empty for operator {op}", {"op": self.operator})
+        return self
+
+
+class LabelSelector(K8s):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelectorRequirement(K8s):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = Field(default_factory=list)
+
+
+class NodeSelectorTerm(K8s):
+    match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list)
+    match_fields: list[NodeSelectorRequirement] = Field(default_factory=list)
+
+
+class NodeSelector(K8s):
+    node_selector_terms: list[NodeSelectorTerm]
+
+
+class PreferredSchedulingTerm(K8s):
+    weight: int = Field(ge=0, le=100)
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(K8s):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = Field(
+        default_factory=list
+    )
+
+
+class PodAffinityTerm(K8s):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = Field(default_factory=list)
+    topology_key: str
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = Field(default_factory=list)
+    mismatch_label_keys: list[str] = Field(default_factory=list)
+
+
+class WeightedPodAffinityTerm(K8s):
+    weight: int = Field(ge=1, le=100)
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(K8s):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = Field(default_factory=list)
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = Field(
+        default_factory=list
+    )
+
+
+class Affinity(K8s):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+# --- pods -----------------------------------------------------------------------------------------
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Toleration(K8s):
+    key: str = ""
+    operator: Literal["Equal", "Exists", "Lt", "Gt", ""] = "Equal"
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] = ""
+    toleration_seconds: int | None = None
+
+
+class Taint(K8s):
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+
+class ResourceRequirements(K8s):
+    requests: ResourceList = Field(default_factory=dict)
+    limits: ResourceList = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _requests_default_to_limits(self) -> ResourceRequirements:
+        # API-server defaulting: a resource with a limit and no request requests its limit.
+        for name, lim in self.limits.items():
+            self.requests.setdefault(name, lim)
+        return self
+
+
+class ContainerPort(K8s):
+    container_port: int = 0
+    host_port: int = 0
+    host_ip: str = ""
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+
+
+class Container(K8s):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = Field(default_factory=list)
+    restart_policy: Literal["Always"] | None = None
+
+
+class PVCSource(K8s):
+    claim_name: str
+    read_only: bool = False
+
+
+class GCEPersistentDisk(K8s):
+    pd_name: str
+    read_only: bool = False
+
+
+class AWSElasticBlockStore(K8s):
+    volume_id: str = Field(alias="volumeID")
+    read_only: bool = False
+
+
+class RBDVolume(K8s):
+    monitors: list[str] = Field(default_factory=list)
+    image: str
+    pool: str = "rbd"
+    read_only: bool = False
+
+
+class ISCSIVolume(K8s):
+    target_portal: str
+    iqn: str
+    lun: int = 0
+    read_only: bool = False
+
+
+class CSIVolumeSource(K8s):
+    driver: str
+    volume_attributes: dict[str, str] = Field(default_factory=dict)
+
+
+class EphemeralVolume(K8s):
+    volume_claim_template: dict[str, Any] | None = None
+
+
+class Volume(K8s):
+    name: str
+    persistent_volume_claim: PVCSource | None = None
+    gce_persistent_disk: GCEPersistentDisk | None = None
+    aws_elastic_block_store: AWSElasticBlockStore | None = None
+    rbd: RBDVolume | None = None
+    iscsi: ISCSIVolume | None = None
+    csi: CSIVolumeSource | None = None
+    ephemeral: EphemeralVolume | None = None
+    empty_dir: dict[str, Any] | None = None
+    host_path: dict[str, Any] | None = None
+
+
+class TopologySpreadConstraint(K8s):
+    max_skew: int = Field(ge=1)
+    topology_key: str
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = Field(default=None, ge=1)
+    node_affinity_policy: Literal["Honor", "Ignore"] | None = None
+    node_taints_policy: Literal["Honor", "Ignore"] | None = None
+    match_label_keys: list[str] = Field(default_factory=list)
+
+
+class SchedulingGate(K8s):
+    name: str
+
+
+class PodSpec(K8s):
+    containers: list[Container] = Field(default_factory=list)
+    init_containers: list[Container] = Field(default_factory=list)
+    overhead: ResourceList = Field(default_factory=dict)
+    resources: ResourceRequirements | None = None
+    node_name: str = ""
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = Field(default_factory=list)
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
+    scheduler_name: str = "default-scheduler"
+    scheduling_gates: list[SchedulingGate] = Field(default_factory=list)
+    volumes: list[Volume] = Field(default_factory=list)
+    topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
+    host_network: bool = False
+    termination_grace_period_seconds: int | None = None
+
+
+class PodCondition(K8s):
+    type: str
+    status: str = "True"
+    reason: str = ""
+
+
+class PodStatus(K8s):
+    phase: str = ""
+    nominated_node_name: str = ""
+    conditions: list[PodCondition] = Field(default_factory=list)
+    start_time: datetime | None = None
+
+
+class Pod(K8s):
+    kind: Literal["Pod"] = "Pod"
+    metadata: ObjectMeta
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+
+class PodTemplateSpec(K8s):
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec = Field(default_factory=PodSpec)
+
+
+# --- nodes ----------------------------------------------------------------------------------------
+
+
+class NodeSpec(K8s):
+    unschedulable: bool = False
+    taints: list[Taint] = Field(default_factory=list)
+    provider_id: str = Field(default="", alias="providerID")
+
+
+class NodeCondition(K8s):
+    type: str
+    status: str = "Unknown"
+
+
+class ContainerImage(K8s):
+    names: list[str] = Field(default_factory=list)
+    size_bytes: int = 0
+
+
+class NodeStatus(K8s):
+    capacity: ResourceList = Field(default_factory=dict)
+    allocatable: ResourceList = Field(default_factory=dict)
+    conditions: list[NodeCondition] = Field(default_factory=list)
+    images: list[ContainerImage] = Field(default_factory=list)
+
+
+class Node(K8s):
+    kind: Literal["Node"] = "Node"
+    metadata: ObjectMeta
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+    @property
+    def allocatable(self) -> dict[str, Fraction]:
+        """`status.allocatable`, falling back to `status.capacity` for resources it omits."""
+        return {**self.status.capacity, **self.status.allocatable}
+
+
+# --- policy and cluster-scoped objects ------------------------------------------------------------
+
+
+class PDBSpec(K8s):
+    selector: LabelSelector | None = None
+    min_available: IntOrPercent | None = None
+    max_unavailable: IntOrPercent | None = None
+    unhealthy_pod_eviction_policy: Literal["IfHealthyBudget", "AlwaysAllow"] | None = None
+
+
+class PDBStatus(K8s):
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    disruptions_allowed: int = 0
+    expected_pods: int = 0
+    disrupted_pods: dict[str, Any] = Field(default_factory=dict)
+
+
+class PodDisruptionBudget(K8s):
+    kind: Literal["PodDisruptionBudget"] = "PodDisruptionBudget"
+    metadata: ObjectMeta
+    spec: PDBSpec = Field(default_factory=PDBSpec)
+    status: PDBStatus | None = None
+
+
+class PriorityClass(K8s):
+    kind: Literal["PriorityClass"] = "PriorityClass"
+    metadata: ObjectMeta
+    value: int
+    global_default: bool = False
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
+
+
+class Namespace(K8s):
+    kind: Literal["Namespace"] = "Namespace"
+    metadata: ObjectMeta
+
+
+class PVSpec(K8s):
+    capacity: ResourceList = Field(default_factory=dict)
+    access_modes: list[str] = Field(default_factory=list)
+    storage_class_name: str = ""
+    node_affinity: dict[str, NodeSelector | None] | None = None
+    claim_ref: dict[str, Any] | None = None
+    gce_persistent_disk: GCEPersistentDisk | None = None
+    aws_elastic_block_store: AWSElasticBlockStore | None = None
+    rbd: RBDVolume | None = None
+    iscsi: ISCSIVolume | None = None
+    csi: dict[str, Any] | None = None
+    volume_mode: str | None = None
+
+
+class PersistentVolume(K8s):
+    kind: Literal["PersistentVolume"] = "PersistentVolume"
+    metadata: ObjectMeta
+    spec: PVSpec = Field(default_factory=PVSpec)
+    status: dict[str, Any] = Field(default_factory=dict)
+
+
+class PVCSpec(K8s):
+    access_modes: list[str] = Field(default_factory=list)
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    storage_class_name: str | None = None
+    volume_name: str = ""
+
+
+class PersistentVolumeClaim(K8s):
+    kind: Literal["PersistentVolumeClaim"] = "PersistentVolumeClaim"
+    metadata: ObjectMeta
+    spec: PVCSpec = Field(default_factory=PVCSpec)
+    status: dict[str, Any] = Field(default_factory=dict)
+
+
+class StorageClass(K8s):
+    kind: Literal["StorageClass"] = "StorageClass"
+    metadata: ObjectMeta
+    provisioner: str = ""
+    volume_binding_mode: Literal["Immediate", "WaitForFirstConsumer"] = "Immediate"
+    allowed_topologies: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CSINodeDriver(K8s):
+    name: str
+    node_id: str = Field(default="", alias="nodeID")
+    allocatable: dict[str, int] | None = None
+    topology_keys: list[str] = Field(default_factory=list)
+
+
+class CSINodeSpec(K8s):
+    drivers: list[CSINodeDriver] = Field(default_factory=list)
+
+
+class CSINode(K8s):
+    kind: Literal["CSINode"] = "CSINode"
+    metadata: ObjectMeta
+    spec: CSINodeSpec = Field(default_factory=CSINodeSpec)
+
+
+class ServiceSpec(K8s):
+    selector: dict[str, str] = Field(default_factory=dict)
+
+
+class Service(K8s):
+    kind: Literal["Service"] = "Service"
+    metadata: ObjectMeta
+    spec: ServiceSpec = Field(default_factory=ServiceSpec)
+
+
+# --- workloads (expanded into pods by models.workloads) -------------------------------------------
+
+
+class WorkloadSpec(K8s):
+    replicas: int | None = Field(default=None, ge=0)
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec = Field(default_factory=PodTemplateSpec)
+    service_name: str = ""
+    parallelism: int | None = Field(default=None, ge=0)
+    completions: int | None = Field(default=None, ge=0)
+    pod_management_policy: str = "OrderedReady"
+
+
+class Workload(K8s):
+    """Deployment, ReplicaSet, StatefulSet, Job, DaemonSet or ReplicationController."""
+
+    api_version: str = ""
+    kind: Literal["Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "ReplicationController"]
+    metadata: ObjectMeta
+    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    status: dict[str, Any] = Field(default_factory=dict)
+
+
+MODEL_BY_KIND: dict[str, type[K8s]] = {
+    "Pod": Pod,
+    "Node": Node,
+    "PodDisruptionBudget": PodDisruptionBudget,
+    "PriorityClass": PriorityClass,
+    "Namespace": Namespace,
+    "PersistentVolume": PersistentVolume,
+    "PersistentVolumeClaim": PersistentVolumeClaim,
+    "StorageClass": StorageClass,
+    "CSINode": CSINode,
+    "Service": Service,
+    **{k: Workload for k in ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "ReplicationController")},
+}
+CLUSTER_SCOPED = {"Node", "PriorityClass", "Namespace", "PersistentVolume", "StorageClass", "CSINode"}

@@ -1,0 +1,212 @@
+"""ClusterSnapshot: the validated, cross-checked cluster state every command starts from."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .errors import InputError
+from .k8s import (
+    CSINode,
+    LabelSelector,
+    Namespace,
+    Node,
+    ObjectMeta,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    Service,
+    StorageClass,
+    Workload,
+)
+from .selectors import selector_matches
+
+# Built-in PriorityClasses the API server creates in every cluster.
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+
+
+@dataclass
+class ClusterSnapshot:
+    """Everything read from the state files, plus what was noticed while reading it."""
+
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
+    pvs: list[PersistentVolume] = field(default_factory=list)
+    pvcs: list[PersistentVolumeClaim] = field(default_factory=list)
+    storage_classes: list[StorageClass] = field(default_factory=list)
+    csinodes: list[CSINode] = field(default_factory=list)
+    services: list[Service] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    scheduler_config: dict | None = None
+    """A KubeSchedulerConfiguration found in the input (the simulator's export carries one)."""
+
+    def pending_pods(self) -> list[Pod]:
+        """Pods kube-scheduler would try to place: unbound, not terminating, not finished."""
+        return [p for p in self.pods if is_pending(p)]
+
+    def bound_pods(self) -> list[Pod]:
+        """Pods that hold node resources: bound to a known node and not finished."""
+        names = {n.metadata.name for n in self.nodes}
+        return [p for p in self.pods if p.spec.node_name in names and not is_finished(p)]
+
+    def namespace_labels(self) -> dict[str, dict[str, str]]:
+        return {ns.metadata.name: ns.metadata.labels for ns in self.namespaces}
+
+    def pdb_disruptions_allowed(self, pdb: PodDisruptionBudget) -> int:
+        """`status.disruptionsAllowed` when exported, else computed as the disruption controller does."""
+        if pdb.status is not None and (pdb.status.expected_pods or pdb.status.disruptions_allowed):
+            return pdb.status.disruptions_allowed
+        healthy, expected = pdb_health(self, pdb)
+        return max(0, healthy - pdb_desired_healthy(pdb, expected))
+
+
+def is_finished(pod: Pod) -> bool:
+    return pod.status.phase in ("Succeeded", "Failed")
+
+
+def is_pending(pod: Pod) -> bool:
+    return not pod.spec.node_name and pod.metadata.deletion_timestamp is None and not is_finished(pod)
+
+
+def pdb_health(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> tuple[int, int]:
+    """(currently healthy, expected) pods selected by the PDB: bound, running, not terminating."""
+    sel = pdb.spec.selector or LabelSelector()
+    ns = pdb.metadata.namespace
+    matched = [
+        p
+        for p in snapshot.pods
+        if p.metadata.namespace == ns and not is_finished(p) and selector_matches(sel, p.metadata.labels)
+    ]
+    healthy = sum(
+        1
+        for p in matched
+        if p.spec.node_name and p.metadata.deletion_timestamp is None and p.status.phase in ("Running", "")
+    )
+    return healthy, len(matched)
+
+
+def pdb_desired_healthy(pdb: PodDisruptionBudget, expected: int) -> int:
+    """desiredHealthy: minAvailable (percent rounded up), or expected − maxUnavailable (percent rounded up)."""
+    spec = pdb.spec
+    if spec.max_unavailable is not None:
+        mu = spec.max_unavailable
+        unavailable = math.ceil(int(mu[:-1]) * expected / 100) if isinstance(mu, str) else mu
+        return max(0, expected - unavailable)
+    ma = spec.min_available if spec.min_available is not None else 1
+    return math.ceil(int(ma[:-1]) * expected / 100) if isinstance(ma, str) else ma
+
+
+def object_ref(kind: str, meta: ObjectMeta) -> str:
+    return f"{kind} {meta.namespace}/{meta.name}" if meta.namespace else f"{kind} {meta.name}"
+
+
+def finalize(snapshot: ClusterSnapshot, sources: dict[int, str]) -> ClusterSnapshot:
+    """Apply the API server's admission-time defaulting and cross-check references, as kube would.
+
+    - namespaces referenced by pods exist (implicitly, with the `kubernetes.io/metadata.name` label);
+    - `spec.priority` is resolved from `priorityClassName` (or the globalDefault class, else 0); a pod
+      that names a missing class and has no resolved priority is rejected as admission would reject it;
+    - duplicate objects: exact copies are merged with a warning, differing copies are an error;
+    - pods bound to nodes that do not exist hold no resources (warning), as in kube-scheduler's cache.
+    """
+    _dedupe(snapshot, sources)
+    classes = {pc.metadata.name: pc for pc in snapshot.priority_classes}
+    default_classes = [pc for pc in snapshot.priority_classes if pc.global_default]
+    default_class = max(default_classes, key=lambda pc: pc.value) if default_classes else None
+    for pod in snapshot.pods:
+        _resolve_priority(pod, classes, default_class, sources.get(id(pod), "<input>"), snapshot.warnings)
+
+    known = {ns.metadata.name for ns in snapshot.namespaces}
+    for obj in [*snapshot.pods, *snapshot.pdbs, *snapshot.pvcs, *snapshot.services, *snapshot.workloads]:
+        ns = obj.metadata.namespace
+        if ns and ns not in known:
+            snapshot.namespaces.append(Namespace(metadata=ObjectMeta(name=ns)))
+            known.add(ns)
+    for ns in snapshot.namespaces:
+        ns.metadata.labels.setdefault("kubernetes.io/metadata.name", ns.metadata.name)
+
+    node_names = {n.metadata.name for n in snapshot.nodes}
+    missing = Counter(
+        p.spec.node_name for p in snapshot.pods if p.spec.node_name and p.spec.node_name not in node_names
+    )
+    for node, count in sorted(missing.items()):
+        snapshot.warnings.append(f"{count} pod(s) are bound to node {node!r}, which is not in the state; ignored")
+    return snapshot
+
+
+def _resolve_priority(
+    pod: Pod,
+    classes: dict[str, PriorityClass],
+    default_class: PriorityClass | None,
+    source: str,
+    warnings: list[str],
+) -> None:
+    spec = pod.spec
+    name = spec.priority_class_name
+    value: int | None
+    policy = None
+    if name in SYSTEM_PRIORITY_CLASSES:
+        value = SYSTEM_PRIORITY_CLASSES[name]
+    elif name:
+        pc = classes.get(name)
+        if pc is None:
+            if spec.priority is None:
+                raise InputError(
+                    f"no PriorityClass with name {name!r} was found",
+                    source=source,
+                    obj=object_ref("Pod", pod.metadata),
+                    field="spec.priorityClassName",
+                )
+            if classes:
+                warnings.append(
+                    f"{object_ref('Pod', pod.metadata)}: PriorityClass {name!r} is not in the state; "
+                    f"using spec.priority={spec.priority}"
+                )
+            value = None
+        else:
+            value, policy = pc.value, pc.preemption_policy
+    elif default_class is not None:
+        value, policy = default_class.value, default_class.preemption_policy
+        if spec.priority is None:
+            spec.priority_class_name = default_class.metadata.name
+    else:
+        value = 0
+    if spec.priority is None:
+        spec.priority = value
+    if spec.preemption_policy is None:
+        spec.preemption_policy = policy or "PreemptLowerPriority"
+
+
+_LISTS = (
+    "nodes", "pods", "pdbs", "priority_classes", "namespaces", "pvs", "pvcs",
+    "storage_classes", "csinodes", "services", "workloads",
+)
+
+
+def _dedupe(snapshot: ClusterSnapshot, sources: dict[int, str]) -> None:
+    for attr in _LISTS:
+        seen: dict[tuple[str, str, str], object] = {}
+        kept = []
+        for obj in getattr(snapshot, attr):
+            key = (getattr(obj, "kind", attr), obj.metadata.namespace, obj.metadata.name)
+            if key in seen:
+                first = seen[key]
+                ref = object_ref(key[0], obj.metadata)
+                if first == obj:
+                    snapshot.warnings.append(f"{ref} appears more than once; the copies are identical")
+                    continue
+                raise InputError(
+                    f"defined twice with different contents (first in {sources.get(id(first), '<input>')})",
+                    source=sources.get(id(obj), "<input>"),
+                    obj=ref,
+                )
+            seen[key] = obj
+            kept.append(obj)
+        setattr(snapshot, attr, kept)

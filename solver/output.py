@@ -1,0 +1,33 @@
+"""Writing results: JSON to stdout, and atomic file writes (nothing is ever half-written)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def write_json(data: Any) -> None:
+    sys.stdout.write(dumps(data))
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write to a temporary file beside `path`, fsync, then rename over it."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
