@@ -144,6 +144,8 @@ class ClusterIndex:
         np.add.at(self.nonzero_requested, self.pod_node[bound], self.pod_nonzero[bound])
         self.pod_count = np.bincount(self.pod_node[bound], minlength=n_nodes).astype(np.int64)
         self._label_cols: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self.cache: dict[str, object] = {}
+        """Derived per-index data that plugins compute once (taint groups, domains, ...), keyed by plugin."""
 
     # --- pods -------------------------------------------------------------------------------------
 

@@ -76,3 +76,59 @@ def node_term_matches(term: NodeSelectorTerm, labels: Mapping[str, str], node_na
         if not node_requirement_matches(req, node_name):
             return False
     return True
+
+
+class Selector:
+    """A compiled, hashable label selector (`None` selector → matches nothing, empty → everything).
+
+    `extra` adds `key = value` requirements, as matchLabelKeys does for topology spread constraints.
+    """
+
+    __slots__ = ("_hash", "exprs", "labels", "nothing")
+
+    def __init__(self, sel: LabelSelector | None, extra: Mapping[str, str] | None = None) -> None:
+        self.nothing = sel is None
+        labels = dict(sel.match_labels) if sel is not None else {}
+        exprs: list[tuple[str, str, frozenset[str]]] = []
+        if sel is not None:
+            exprs = [(r.key, r.operator, frozenset(r.values)) for r in sel.match_expressions]
+        if extra:
+            exprs.extend((k, "In", frozenset([v])) for k, v in extra.items())
+        self.labels = tuple(sorted(labels.items()))
+        self.exprs = tuple(sorted(exprs, key=lambda e: (e[0], e[1], sorted(e[2]))))
+        self._hash = hash((self.nothing, self.labels, self.exprs))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Selector)
+            and (self.nothing, self.labels, self.exprs) == (other.nothing, other.labels, other.exprs)
+        )
+
+    @property
+    def empty(self) -> bool:
+        """True for `{}`: matches every pod."""
+        return not self.nothing and not self.labels and not self.exprs
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.nothing:
+            return False
+        for k, v in self.labels:
+            if labels.get(k) != v:
+                return False
+        for key, op, values in self.exprs:
+            val = labels.get(key)
+            if op == "In":
+                if val is None or val not in values:
+                    return False
+            elif op == "NotIn":
+                if val is not None and val in values:
+                    return False
+            elif op == "Exists":
+                if val is None:
+                    return False
+            elif val is not None:
+                return False
+        return True

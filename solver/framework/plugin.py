@@ -1,0 +1,126 @@
+"""The plugin contract, vectorised over nodes.
+
+A plugin is a thin adapter over pure functions. Every extension point receives the mutable ClusterState,
+the pod (a compiled PodInfo), the per-cycle `CycleState` (where PreFilter/PreScore leave their data for
+Filter/Score, as in kube), and an array `nodes` of node ids; it answers for all of them at once:
+
+- `pre_filter(state, pod, cycle) -> PreFilterResult`: Success (optionally a node-id subset), Skip (this
+  plugin's Filter is off for the pod), or a whole-pod failure with kube's code and reason.
+- `filter(state, pod, cycle, nodes) -> FilterResult`: per node, Success / Unschedulable /
+  UnschedulableAndUnresolvable, and kube's reason strings.
+- `pre_score(state, pod, cycle, nodes) -> bool`: False means Skip (the plugin adds 0 everywhere).
+- `score(state, pod, cycle, nodes) -> int64 array` of raw scores, then `normalize(scores, pod, cycle)`
+  maps them to 0..100 (default: unchanged).
+Plugins that have no extension point simply do not define the method; `has(point)` says which exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, ClassVar
+
+import numpy as np
+from kplace.models.index import PodInfo
+
+from .state import ClusterState
+
+
+class Code(IntEnum):
+    SUCCESS = 0
+    UNSCHEDULABLE = 1
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 2
+    SKIP = 3
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self]
+
+
+_LABELS = {
+    Code.SUCCESS: "Success",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.SKIP: "Skip",
+}
+
+
+@dataclass
+class FilterResult:
+    """Per-node filter outcome. `code[i]` is the Code for `nodes[i]`; `reasons` pairs each reason text
+    with a boolean mask over the same nodes (a node may fail for several reasons, as NodeResourcesFit's
+    "Insufficient cpu" and "Insufficient memory")."""
+
+    code: np.ndarray
+    reasons: list[tuple[str, np.ndarray]] = field(default_factory=list)
+
+    @classmethod
+    def success(cls, n: int) -> FilterResult:
+        return cls(np.zeros(n, dtype=np.int8))
+
+    @classmethod
+    def fail_where(cls, mask: np.ndarray, code: Code, reason: str) -> FilterResult:
+        """Nodes where `mask` holds fail with `code` and `reason`; the others succeed."""
+        mask = np.asarray(mask, dtype=bool)
+        return cls(np.where(mask, np.int8(code), np.int8(0)).astype(np.int8), [(reason, mask)] if mask.any() else [])
+
+    def reasons_of(self, i: int) -> list[str]:
+        return [text for text, mask in self.reasons if mask[i]]
+
+
+@dataclass
+class PreFilterResult:
+    code: Code = Code.SUCCESS
+    reason: str = ""
+    node_subset: np.ndarray | None = None  # node ids; None means no restriction
+
+    @classmethod
+    def skip(cls) -> PreFilterResult:
+        return cls(Code.SKIP)
+
+
+SUCCESS = PreFilterResult()
+
+
+class CycleState(dict):
+    """Per-pod scratch space shared between a plugin's PreFilter/Filter and PreScore/Score (keyed by name)."""
+
+
+class Plugin:
+    """Base class. Subclasses set `name` (upstream's) and implement the extension points they have."""
+
+    name: ClassVar[str] = ""
+    #: extension points this plugin implements, from {"queue_sort", "pre_enqueue", "pre_filter",
+    #: "filter", "post_filter", "pre_score", "score"}; derived from the methods defined when left empty.
+    points: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
+        self.args = dict(args or {})
+
+    @classmethod
+    def has(cls, point: str) -> bool:
+        if cls.points:
+            return point in cls.points
+        return getattr(cls, point, None) is not getattr(Plugin, point, None)
+
+    # Default implementations: "no such extension point".
+    def pre_enqueue(self, pod: PodInfo) -> tuple[bool, str]:  # pragma: no cover - interface
+        return True, ""
+
+    def pre_filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState) -> PreFilterResult:
+        return SUCCESS
+
+    def filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
+        return FilterResult.success(len(nodes))
+
+    def pre_score(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> bool:
+        return True
+
+    def score(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        return np.zeros(len(nodes), dtype=np.int64)
+
+    def normalize(self, scores: np.ndarray, pod: PodInfo, cycle: CycleState) -> np.ndarray:
+        return scores
+
+
+MAX_NODE_SCORE = 100

@@ -1,0 +1,151 @@
+"""ClusterState: the mutable scheduling state both engines work on (kube-scheduler's cache + snapshot).
+
+It starts from the ClusterIndex's bound pods and changes only through `assume` / `forget`, which keep
+every derived structure incremental: requested resources, pod counts, host ports, and per-label-signature
+pod counts per node. A *signature* is (namespace, labels, terminating); all pods that share one are
+indistinguishable to selectors, so "how many pods matching (namespaces, selector) run on each node" is
+a sum over the signatures that match, cached per selector. That is what makes inter-pod affinity and
+topology spread fast.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+from kplace.models.index import ClusterIndex, PodInfo
+from kplace.models.selectors import Selector
+
+_DENSE_MIN = 8  # signatures with at least this many pods keep a dense per-node count array
+
+
+class ClusterState:
+    def __init__(self, index: ClusterIndex) -> None:
+        self.index = index
+        n = len(index.nodes)
+        self.n_nodes = n
+        self.requested = index.requested.copy()
+        self.nonzero_requested = index.nonzero_requested.copy()
+        self.pod_count = index.pod_count.copy()
+        self.pod_node = index.pod_node.copy()
+        self.node_pods: list[set[int]] = [set() for _ in range(n)]
+        self.ports: list[Counter[tuple[str, str, int]]] = [Counter() for _ in range(n)]
+
+        sig_ids: dict[tuple, int] = {}
+        self.sig_of_pod = np.empty(len(index.pods), dtype=np.int64)
+        self.sig_info: list[tuple[str, dict[str, str], bool]] = []
+        for pi in index.pods:
+            key = (pi.namespace, tuple(sorted(pi.labels.items())), pi.terminating)
+            sid = sig_ids.get(key)
+            if sid is None:
+                sid = sig_ids[key] = len(self.sig_info)
+                self.sig_info.append((pi.namespace, pi.labels, pi.terminating))
+            self.sig_of_pod[pi.idx] = sid
+        sizes = np.bincount(self.sig_of_pod, minlength=len(self.sig_info)) if index.pods else np.zeros(0)
+        self._dense: dict[int, np.ndarray] = {
+            s: np.zeros(n, dtype=np.int64) for s in np.flatnonzero(sizes >= _DENSE_MIN).tolist()
+        }
+        self._sparse: dict[int, Counter[int]] = {}
+        self._match_cache: dict[tuple[frozenset[str] | None, Selector, bool], list[int]] = {}
+        # Bound pods that carry (anti-)affinity terms: the only existing pods InterPodAffinity must visit
+        # for symmetry and for scoring when the incoming pod has no preferred terms.
+        self.with_affinity: set[int] = set()
+        self.with_required_anti: set[int] = set()
+        for pi in index.pods:
+            if pi.node >= 0:
+                self._place(pi, pi.node)
+
+    # --- mutation ---------------------------------------------------------------------------------
+
+    def assume(self, pod: PodInfo, node: int) -> None:
+        """Account pod on node (kube's assume): resources, count, ports, signatures."""
+        if self.pod_node[pod.idx] >= 0:
+            raise ValueError(f"pod {pod.key} is already on node {self.index.node_names[self.pod_node[pod.idx]]}")
+        self.pod_node[pod.idx] = node
+        self.requested[node] += self.index.pod_req[pod.idx]
+        self.nonzero_requested[node] += self.index.pod_nonzero[pod.idx]
+        self.pod_count[node] += 1
+        self._place(pod, node)
+
+    def forget(self, pod: PodInfo) -> None:
+        """Undo `assume` (or remove a bound pod, as preemption does)."""
+        node = int(self.pod_node[pod.idx])
+        if node < 0:
+            raise ValueError(f"pod {pod.key} is not on any node")
+        self.pod_node[pod.idx] = -1
+        self.requested[node] -= self.index.pod_req[pod.idx]
+        self.nonzero_requested[node] -= self.index.pod_nonzero[pod.idx]
+        self.pod_count[node] -= 1
+        self.node_pods[node].discard(pod.idx)
+        for port in pod.host_ports:
+            self.ports[node][port] -= 1
+            if self.ports[node][port] <= 0:
+                del self.ports[node][port]
+        self._count_sig(pod.idx, node, -1)
+        self.with_affinity.discard(pod.idx)
+        self.with_required_anti.discard(pod.idx)
+
+    def _place(self, pod: PodInfo, node: int) -> None:
+        self.node_pods[node].add(pod.idx)
+        for port in pod.host_ports:
+            self.ports[node][port] += 1
+        self._count_sig(pod.idx, node, +1)
+        aff = pod.pod.spec.affinity
+        if aff is not None and (aff.pod_affinity or aff.pod_anti_affinity):
+            self.with_affinity.add(pod.idx)
+            if pod.required_anti_affinity:
+                self.with_required_anti.add(pod.idx)
+
+    def _count_sig(self, pod_idx: int, node: int, delta: int) -> None:
+        sid = int(self.sig_of_pod[pod_idx])
+        dense = self._dense.get(sid)
+        if dense is not None:
+            dense[node] += delta
+            return
+        c = self._sparse.setdefault(sid, Counter())
+        c[node] += delta
+        if c[node] == 0:
+            del c[node]
+
+    # --- queries ----------------------------------------------------------------------------------
+
+    def free(self) -> np.ndarray:
+        """allocatable − requested, per node and resource."""
+        return self.index.alloc - self.requested
+
+    def matching_signatures(
+        self, namespaces: frozenset[str] | None, selector: Selector, include_terminating: bool = True
+    ) -> list[int]:
+        """Signatures whose pods are in `namespaces` (None = all) and match `selector`."""
+        key = (namespaces, selector, include_terminating)
+        hit = self._match_cache.get(key)
+        if hit is None:
+            hit = [
+                s
+                for s, (ns, labels, term) in enumerate(self.sig_info)
+                if (namespaces is None or ns in namespaces)
+                and (include_terminating or not term)
+                and selector.matches(labels)
+            ]
+            self._match_cache[key] = hit
+        return hit
+
+    def matching_counts(
+        self, namespaces: frozenset[str] | None, selector: Selector, include_terminating: bool = True
+    ) -> np.ndarray:
+        """Per node, the number of pods on it in `namespaces` (None = all) that match `selector`."""
+        out = np.zeros(self.n_nodes, dtype=np.int64)
+        if selector.nothing:
+            return out
+        for s in self.matching_signatures(namespaces, selector, include_terminating):
+            dense = self._dense.get(s)
+            if dense is not None:
+                out += dense
+            else:
+                for node, c in self._sparse.get(s, {}).items():
+                    out[node] += c
+        return out
+
+    def pods_on(self, node: int) -> list[PodInfo]:
+        pods = self.index.pods
+        return [pods[i] for i in sorted(self.node_pods[node])]

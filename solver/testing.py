@@ -1,0 +1,85 @@
+"""Small builders for tests and examples: nodes and pods as plain dicts (wire format), compiled to a state.
+
+    state = build_state([node("n1", cpu="4")], [pod("web", cpu="100m")])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kplace.models.index import ClusterIndex
+from kplace.models.io import _add
+from kplace.models.snapshot import ClusterSnapshot, finalize
+from kplace.models.workloads import expand_workloads
+
+from .framework.state import ClusterState
+
+
+def node(
+    name: str,
+    cpu: str = "4",
+    memory: str = "32Gi",
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, str]] | None = None,
+    unschedulable: bool = False,
+    extra: dict[str, str] | None = None,
+    images: list[tuple[str, int]] | None = None,
+) -> dict[str, Any]:
+    """A Ready node; `kubernetes.io/hostname` is set to the name unless labels override it."""
+    alloc = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra or {})}
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"unschedulable": unschedulable, "taints": taints or []},
+        "status": {
+            "capacity": alloc,
+            "allocatable": alloc,
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "images": [{"names": [n], "sizeBytes": s} for n, s in (images or [])],
+        },
+    }
+
+
+def pod(
+    name: str,
+    cpu: str | None = None,
+    memory: str | None = None,
+    namespace: str = "default",
+    node_name: str = "",
+    labels: dict[str, str] | None = None,
+    priority: int | None = None,
+    spec: dict[str, Any] | None = None,
+    extra: dict[str, str] | None = None,
+    image: str = "registry.k8s.io/pause:3.10",
+    creation: str | None = None,
+) -> dict[str, Any]:
+    """A one-container pod with the given requests; `spec` entries are merged into the pod spec."""
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    requests.update(extra or {})
+    body: dict[str, Any] = {
+        "containers": [{"name": "c", "image": image, "resources": {"requests": requests}}],
+        **({"nodeName": node_name} if node_name else {}),
+        **({"priority": priority} if priority is not None else {}),
+        **(spec or {}),
+    }
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {}, "uid": f"uid-{name}"}
+    if creation:
+        meta["creationTimestamp"] = creation
+    phase = "Running" if node_name else "Pending"
+    return {"kind": "Pod", "metadata": meta, "spec": body, "status": {"phase": phase}}
+
+
+def build_snapshot(*objects: dict[str, Any] | list[dict[str, Any]]) -> ClusterSnapshot:
+    snap = ClusterSnapshot()
+    sources: dict[int, str] = {}
+    for obj in objects:
+        for o in obj if isinstance(obj, list) else [obj]:
+            _add(snap, sources, o["kind"], o, "<test>")
+    expand_workloads(snap, sources)
+    return finalize(snap, sources)
+
+
+def build_state(*objects: dict[str, Any] | list[dict[str, Any]]) -> ClusterState:
+    """Compile objects (dicts or lists of dicts) into a fresh ClusterState."""
+    return ClusterState(ClusterIndex(build_snapshot(*objects)))
