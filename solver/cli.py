@@ -81,5 +81,88 @@ def inspect(state: tuple[str, ...], output: str) -> None:
         render_summary(summary)
 
 
+CONFIG_OPT = click.option(
+    "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+    help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1). Default: kube's default profile.",
+)
+
+
+def _load(state: tuple[str, ...], config_path: str | None):
+    from kplace.models import compile_index, load_state
+
+    from .framework.config import load_config
+
+    snapshot = load_state(state)
+    config = load_config(config_path, snapshot.scheduler_config)
+    return compile_index(snapshot), config
+
+
+@main.command()
+@STATE_ARG
+@click.option("--engine", type=click.Choice(["cpsat", "greedy"]), default="greedy", show_default=True,
+              help="greedy reproduces kube-scheduler; cpsat decides a window of pods at once.")
+@CONFIG_OPT
+@click.option("--tie-break", type=click.Choice(["order", "random"]), default="order", show_default=True,
+              help="order: kube 1.35's heap order (deterministic); random: uniform among top nodes, seeded.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice.")
+@OUTPUT_OPT
+@click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Also write the JSON plan to this file (atomically).")
+def schedule(state, engine, config_path, tie_break, seed, output, out_file):
+    """Place every pending pod and report each pod's node, or kube's reason why not.
+
+    \b
+    Examples:
+      kplace schedule state.json --engine greedy
+      kplace schedule state.json --config sched.yaml --output json -o plan.json
+    """
+    from .greedy import schedule_greedy
+    from .output import dumps, write_atomic, write_json
+    from .report import render_plan
+
+    index, config = _load(state, config_path)
+    if engine == "cpsat":
+        from kplace.models.errors import NotImplementedFeature
+
+        raise NotImplementedFeature("the cpsat engine is not implemented yet; use --engine greedy")
+    plan = schedule_greedy(index, config, tie_break=tie_break, seed=seed)
+    data = plan.to_dict()
+    if out_file:
+        write_atomic(out_file, dumps(data))
+    if output == "json":
+        write_json(data)
+    else:
+        render_plan(plan)
+
+
+@main.command()
+@STATE_ARG
+@click.option("--pod", "pod_key", required=True, metavar="NAMESPACE/NAME", help="The pod to explain.")
+@CONFIG_OPT
+@click.option("--candidates", default="feasible", show_default=True, metavar="feasible|all|NODE,...",
+              help="Score the feasible nodes (as kube does), every node as if feasible, or the listed nodes.")
+@OUTPUT_OPT
+def explain(state, pod_key, config_path, candidates, output):
+    """Show every filter's verdict and every score, per node, for one pod, and the node kube would pick.
+
+    \b
+    Examples:
+      kplace explain state.json --pod default/web-0
+      kplace explain state.json --pod default/web-0 --candidates all --output json
+      kplace explain state.json --pod default/web-0 --candidates node-1,node-2
+    """
+    from .explain import explain_pod, render_explain
+    from .output import write_json
+
+    if "/" not in pod_key:
+        pod_key = f"default/{pod_key}"
+    index, config = _load(state, config_path)
+    result = explain_pod(index, config, pod_key, candidates)
+    if output == "json":
+        write_json(result)
+    else:
+        render_explain(result)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

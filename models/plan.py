@@ -1,0 +1,66 @@
+"""A Plan: where each pending pod goes (or why it cannot), which pods are evicted, and how it was decided."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Placement:
+    pod: str  # "namespace/name"
+    node: str | None
+    reason: str | None = None
+    priority: int = 0
+    nominated: bool = False  # placed after preempting victims
+
+
+@dataclass
+class Eviction:
+    pod: str
+    node: str
+    preemptor: str
+    priority: int = 0
+    pdb_violation: bool = False
+
+
+@dataclass
+class Plan:
+    engine: str
+    placements: list[Placement] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def assignment(self) -> dict[str, str]:
+        return {p.pod: p.node for p in self.placements if p.node is not None}
+
+    def summary(self) -> dict[str, Any]:
+        placed = [p for p in self.placements if p.node is not None]
+        by_prio: dict[int, dict[str, int]] = {}
+        for p in self.placements:
+            slot = by_prio.setdefault(p.priority, {"placed": 0, "unplaced": 0})
+            slot["placed" if p.node is not None else "unplaced"] += 1
+        return {
+            "pods": len(self.placements),
+            "placed": len(placed),
+            "unplaced": len(self.placements) - len(placed),
+            "evictions": len(self.evictions),
+            "by_priority": {str(k): v for k, v in sorted(by_prio.items(), reverse=True)},
+            "seconds": round(self.seconds, 4),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"engine": self.engine}
+        if self.windows:
+            out["windows"] = self.windows
+        out["placements"] = [
+            {k: v for k, v in asdict(p).items() if k in ("pod", "node", "reason") or (k == "nominated" and v)}
+            for p in self.placements
+        ]
+        out["evictions"] = [asdict(e) for e in self.evictions]
+        out["summary"] = self.summary()
+        if self.warnings:
+            out["warnings"] = self.warnings
+        return out

@@ -1,0 +1,153 @@
+"""Running a profile's plugins for one pod, as kube-scheduler's framework runtime does.
+
+Filters run in profile order; the first plugin that does not return Success decides a node's status,
+and later plugins are not run on that node (`run_filters(all_plugins=True)` runs every plugin on every
+node instead, for `kplace explain`). A PreFilter Skip turns off that plugin's Filter; a PreScore Skip
+adds 0 for that plugin. `total(n) = Σ_p weight_p · normalize_p(score_p(n))`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from kplace.models.index import PodInfo
+
+from .config import Profile
+from .plugin import MAX_NODE_SCORE, Code, CycleState, FilterResult
+from .state import ClusterState
+
+
+@dataclass
+class PreFilterOutcome:
+    code: Code = Code.SUCCESS
+    plugin: str = ""
+    reason: str = ""
+    nodes: np.ndarray | None = None  # node ids to consider (None: all)
+    skipped: set[str] = field(default_factory=set)
+    narrowed_by: list[str] = field(default_factory=list)  # plugins that returned a node subset
+
+    @property
+    def absent_reason(self) -> str:
+        """Status kube gives nodes left out by a PreFilter node subset (UnschedulableAndUnresolvable)."""
+        return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(self.narrowed_by))}]"
+
+
+@dataclass
+class FilterOutcome:
+    """Per node of `nodes`: the deciding status, which plugin decided, and that plugin's reasons."""
+
+    nodes: np.ndarray
+    code: np.ndarray  # int8 Code per node
+    plugin: np.ndarray  # index into `plugins` of the deciding plugin, -1 for success
+    plugins: list[str]
+    results: dict[str, FilterResult] = field(default_factory=dict)  # name → result over `nodes`
+
+    def reasons(self, i: int) -> list[str]:
+        p = int(self.plugin[i])
+        return [] if p < 0 else self.results[self.plugins[p]].reasons_of(i)
+
+
+def run_pre_filter(profile: Profile, state: ClusterState, pod: PodInfo, cycle: CycleState) -> PreFilterOutcome:
+    out = PreFilterOutcome()
+    for plugin in profile.at("preFilter"):
+        res = plugin.pre_filter(state, pod, cycle)
+        if res.code == Code.SKIP:
+            out.skipped.add(plugin.name)
+            continue
+        if res.code != Code.SUCCESS:
+            out.code, out.plugin, out.reason = res.code, plugin.name, res.reason
+            return out
+        if res.node_subset is not None:
+            subset = np.asarray(res.node_subset, dtype=np.int64)
+            out.nodes = subset if out.nodes is None else np.intersect1d(out.nodes, subset)
+            out.narrowed_by.append(plugin.name)
+            if len(out.nodes) == 0:
+                names = out.narrowed_by
+                out.code, out.plugin = Code.UNSCHEDULABLE, plugin.name
+                out.reason = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1 else
+                              f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
+                return out
+    return out
+
+
+def run_filters(
+    profile: Profile,
+    state: ClusterState,
+    pod: PodInfo,
+    cycle: CycleState,
+    nodes: np.ndarray,
+    skipped: set[str],
+    all_plugins: bool = False,
+) -> FilterOutcome:
+    plugins = [p for p in profile.at("filter")]
+    names = [p.name for p in plugins]
+    code = np.zeros(len(nodes), dtype=np.int8)
+    decider = np.full(len(nodes), -1, dtype=np.int64)
+    results: dict[str, FilterResult] = {}
+    alive = np.arange(len(nodes))
+    for k, plugin in enumerate(plugins):
+        if plugin.name in skipped:
+            continue
+        if all_plugins:
+            res = plugin.filter(state, pod, cycle, nodes)
+            results[plugin.name] = res
+            fail = (res.code != 0) & (decider < 0)
+            code[fail], decider[fail] = res.code[fail], k
+            continue
+        if len(alive) == 0:
+            break
+        res = plugin.filter(state, pod, cycle, nodes[alive])
+        full = FilterResult(np.zeros(len(nodes), dtype=np.int8))
+        full.code[alive] = res.code
+        for text, mask in res.reasons:
+            m = np.zeros(len(nodes), dtype=bool)
+            m[alive] = mask
+            full.reasons.append((text, m))
+        results[plugin.name] = full
+        failed = res.code != 0
+        if failed.any():
+            idx = alive[failed]
+            code[idx], decider[idx] = res.code[failed], k
+            alive = alive[~failed]
+    return FilterOutcome(nodes=nodes, code=code, plugin=decider, plugins=names, results=results)
+
+
+def run_scores(
+    profile: Profile, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Normalised (0..100) score per plugin over `nodes`, and the weighted total."""
+    per_plugin: dict[str, np.ndarray] = {}
+    total = np.zeros(len(nodes), dtype=np.int64)
+    for plugin in profile.at("score"):
+        if not plugin.pre_score(state, pod, cycle, nodes):
+            per_plugin[plugin.name] = np.zeros(len(nodes), dtype=np.int64)
+            continue
+        raw = np.asarray(plugin.score(state, pod, cycle, nodes), dtype=np.int64)
+        norm = np.asarray(plugin.normalize(raw, pod, cycle), dtype=np.int64)
+        if len(norm) and (norm.min() < 0 or norm.max() > MAX_NODE_SCORE):
+            raise RuntimeError(f"plugin {plugin.name} returned a score outside [0, 100] for pod {pod.key}")
+        per_plugin[plugin.name] = norm
+        total += norm * profile.weights.get(plugin.name, 1)
+    return per_plugin, total
+
+
+def fit_error_message(n_nodes: int, reasons: Counter[str], prefilter_reason: str = "") -> str:
+    """kube's FitError text: `0/N nodes are available: 3 Insufficient cpu, 2 node(s) had ... .`
+
+    Each reason is counted over nodes; the "<count> <reason>" strings are sorted as strings (Go's
+    sort.Strings), exactly as kube's FitError does.
+    """
+    if prefilter_reason:
+        return f"0/{n_nodes} nodes are available: {prefilter_reason}."
+    parts = sorted(f"{count} {text}" for text, count in reasons.items())
+    return f"0/{n_nodes} nodes are available: {', '.join(parts)}."
+
+
+def count_reasons(outcome: FilterOutcome) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for i in np.flatnonzero(outcome.code != 0).tolist():
+        for text in outcome.reasons(i):
+            counts[text] += 1
+    return counts

@@ -1,0 +1,309 @@
+"""The greedy engine: kube-scheduler's scheduling loop, one pod at a time, reproduced.
+
+Per pod, in queue order (PrioritySort; gated pods stay out):
+1. a pod with `status.nominatedNodeName` tries that node alone first, and takes it if it passes;
+2. PreFilter (a whole-pod rejection ends the attempt; a node subset narrows the candidates);
+3. Filter over the candidates in node-tree order rotated to `next_start`, stopping once
+   `numFeasibleNodesToFind` feasible nodes are found; `next_start += processed (mod #nodes)`, where
+   processed counts the feasible and rejected nodes evaluated — kube's parallel search, evaluated as if
+   sequential (kube's own order across its 16 workers is not deterministic);
+4. one feasible node is taken without scoring; otherwise PreScore, Score, NormalizeScore, weights;
+5. select: `order` (default) reproduces kube 1.35's `heap.Init` + `Pop` over the feasible list with
+   Randomizer 0 — the first top-scoring node in *preorder* of the implicit heap tree; `random` is the
+   pre-1.35 uniform reservoir sampling among top-scoring nodes, seeded;
+6. assume: the state is updated incrementally so the next pod sees it;
+7. on failure, DefaultPreemption (PostFilter) may evict lower-priority victims; the preemptor is then
+   placed on its nominated node (kube binds it in a later cycle; in a batch nothing runs in between that
+   could take the room, since nominated pods are respected by every lower-or-equal-priority pod).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+
+import numpy as np
+from kplace.models.index import ClusterIndex, PodInfo
+from kplace.models.plan import Eviction, Placement, Plan
+
+from .framework.config import NOT_IMPLEMENTED, Profile, SchedulerConfig, default_config
+from .framework.plugin import Code, CycleState
+from .framework.runtime import (
+    FilterOutcome,
+    count_reasons,
+    fit_error_message,
+    run_filters,
+    run_pre_filter,
+    run_scores,
+)
+from .framework.state import ClusterState
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(percentage: int, n: int) -> int:
+    """kube's sampling: all nodes below 100; else max(100, n·p/100) with p = max(5, 50 − n/125) when 0."""
+    if n < MIN_FEASIBLE_NODES_TO_FIND:
+        return n
+    if percentage == 0:
+        percentage = max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, 50 - n // 125)
+    return max(MIN_FEASIBLE_NODES_TO_FIND, n * percentage // 100)
+
+
+@cache
+def heap_preorder_rank(n: int) -> np.ndarray:
+    """rank[i] = position of heap index i in a preorder walk (node, left subtree, right subtree).
+
+    After Go's `heap.Init` with a strict "greater" Less, the root holds the first maximum in this order:
+    a parent keeps its place unless a child is strictly greater, and a right child wins only when
+    strictly greater than the left.
+    """
+    rank = np.empty(n, dtype=np.int64)
+    stack, pos = [0] if n else [], 0
+    while stack:
+        i = stack.pop()
+        rank[i] = pos
+        pos += 1
+        for child in (2 * i + 2, 2 * i + 1):
+            if child < n:
+                stack.append(child)
+    return rank
+
+
+@dataclass
+class Attempt:
+    """The outcome of scheduling one pod."""
+
+    node: int | None
+    reason: str | None = None
+    evictions: list[tuple[PodInfo, bool]] = field(default_factory=list)  # (victim, violates a PDB)
+    nominated: bool = False
+
+
+class GreedyScheduler:
+    """kube-scheduler's loop over a ClusterState. `tie_break` is `order` (kube 1.35) or `random` (seeded)."""
+
+    def __init__(
+        self,
+        index: ClusterIndex,
+        config: SchedulerConfig | None = None,
+        *,
+        tie_break: str = "order",
+        seed: int = 0,
+        state: ClusterState | None = None,
+    ) -> None:
+        if tie_break not in ("order", "random"):
+            raise ValueError(f"tie_break must be 'order' or 'random', got {tie_break!r}")
+        self.index = index
+        self.config = config or default_config()
+        self.state = state or ClusterState(index)
+        self.tie_break = tie_break
+        self.rng = np.random.default_rng(seed)
+        self.next_start = 0
+        self.n_nodes = len(index.nodes)
+        self._pdb_allowed: dict[int, int] | None = None
+
+    # --- one pod ----------------------------------------------------------------------------------
+
+    def pct(self, profile: Profile) -> int:
+        p = profile.percentage_of_nodes_to_score
+        return self.config.percentage_of_nodes_to_score if p is None else p
+
+    def feasible_nodes(
+        self, profile: Profile, pod: PodInfo, cycle: CycleState, nodes: np.ndarray, skipped: set[str]
+    ) -> tuple[np.ndarray, FilterOutcome | None, int]:
+        """Walk `nodes` from `next_start`, filtering in chunks until enough feasible nodes are found.
+
+        Returns (feasible node ids in walk order, the outcome over every evaluated node, processed).
+        """
+        n = len(nodes)
+        if n == 0:
+            return nodes, None, 0
+        want = num_feasible_nodes_to_find(self.pct(profile), n)
+        if not profile.at("score"):
+            want = 1
+        start = self.next_start % n
+        walk = np.concatenate([nodes[start:], nodes[:start]])
+        chunk = max(2 * want, 256)
+        feasible_parts, outcomes, done, found = [], [], 0, 0
+        while done < n and found < want:
+            part = walk[done : done + chunk]
+            out = run_filters(profile, self.state, pod, cycle, part, skipped)
+            ok = part[out.code == 0]
+            if found + len(ok) >= want:
+                ok = ok[: want - found]
+                last = int(np.flatnonzero(part == ok[-1])[0])
+                processed_here = last + 1
+            else:
+                processed_here = len(part)
+            feasible_parts.append(ok)
+            outcomes.append((out, processed_here))
+            found += len(ok)
+            done += processed_here
+            chunk *= 2
+        feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
+        merged = _merge_outcomes(outcomes)
+        return feasible, merged, done
+
+    def select(self, totals: np.ndarray) -> int:
+        top = np.flatnonzero(totals == totals.max())
+        if len(top) == 1:
+            return int(top[0])
+        if self.tie_break == "random":
+            return int(self.rng.choice(top))
+        rank = heap_preorder_rank(len(totals))
+        return int(top[np.argmin(rank[top])])
+
+    def schedule_one(self, pod: PodInfo) -> Attempt:
+        profile = self.config.profile_for(pod.spec.scheduler_name)
+        if profile is None:
+            return Attempt(None, f"no profile for schedulerName {pod.spec.scheduler_name!r}")
+        for plugin in profile.at("preEnqueue"):
+            ok, msg = plugin.pre_enqueue(pod)
+            if not ok:
+                return Attempt(None, msg)
+        state = self.state
+        cycle = CycleState()
+        pre = run_pre_filter(profile, state, pod, cycle)
+        if pre.code != Code.SUCCESS:
+            msg = fit_error_message(self.n_nodes, Counter(), pre.reason)
+            return self._post_filter(profile, pod, msg, None, pre.absent_reason)
+
+        nnn = pod.pod.status.nominated_node_name
+        if nnn and nnn in self.index.node_id:
+            one = np.array([self.index.node_id[nnn]], dtype=np.int64)
+            if pre.nodes is None or one[0] in pre.nodes:
+                out = run_filters(profile, state, pod, cycle, one, pre.skipped)
+                if out.code[0] == 0:
+                    state.assume(pod, int(one[0]))
+                    return Attempt(int(one[0]))
+
+        order = self.index.tree_order
+        nodes = order if pre.nodes is None else order[np.isin(order, pre.nodes)]
+        feasible, outcome, processed = self.feasible_nodes(profile, pod, cycle, nodes, pre.skipped)
+        # kube counts evaluated nodes (feasible + rejected) and rotates over all nodes.
+        self.next_start = (self.next_start + processed) % max(1, self.n_nodes)
+        if len(feasible) == 0:
+            reasons = count_reasons(outcome) if outcome is not None else Counter()
+            absent = self.n_nodes - len(nodes)
+            if absent:
+                reasons[pre.absent_reason] += absent
+            msg = fit_error_message(self.n_nodes, reasons)
+            return self._post_filter(profile, pod, msg, outcome, pre.absent_reason)
+        if len(feasible) == 1:
+            choice = int(feasible[0])
+        else:
+            _, totals = run_scores(profile, state, pod, cycle, feasible)
+            choice = int(feasible[self.select(totals)])
+        state.assume(pod, choice)
+        return Attempt(choice)
+
+    def _post_filter(
+        self, profile: Profile, pod: PodInfo, msg: str, outcome: FilterOutcome | None, absent_reason: str
+    ) -> Attempt:
+        if not profile.preemption:
+            return Attempt(None, msg)
+        from .plugins.defaultpreemption import preempt
+
+        result = preempt(self, profile, pod, outcome)
+        if result.node is None:
+            return Attempt(None, f"{msg} preemption: {result.message}")
+        for victim, _ in result.victims:
+            self.state.forget(victim)
+            self.pdb_disrupt(victim)
+        self.state.assume(pod, result.node)
+        return Attempt(result.node, evictions=result.victims, nominated=True)
+
+    # --- PDB bookkeeping (for preemption) ---------------------------------------------------------
+
+    def pdb_allowed(self) -> dict[int, int]:
+        """Remaining disruptionsAllowed per PDB (index into snapshot.pdbs), updated as victims go."""
+        if self._pdb_allowed is None:
+            snap = self.index.snapshot
+            self._pdb_allowed = {i: snap.pdb_disruptions_allowed(p) for i, p in enumerate(snap.pdbs)}
+        return self._pdb_allowed
+
+    def pdb_disrupt(self, victim: PodInfo) -> None:
+        from .plugins.defaultpreemption import matching_pdbs
+
+        allowed = self.pdb_allowed()
+        for i in matching_pdbs(self.index, victim):
+            allowed[i] -= 1
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    def run(self, pods: list[PodInfo] | None = None) -> Plan:
+        started = time.perf_counter()
+        plan = Plan(engine="greedy")
+        pods = self.index.pending if pods is None else pods
+        names = self.index.node_names
+        for pod in pods:
+            if self.config.profile_for(pod.spec.scheduler_name) is None:
+                continue  # another scheduler's pod
+            attempt = self.schedule_one(pod)
+            node = names[attempt.node] if attempt.node is not None else None
+            plan.placements.append(Placement(pod.key, node, attempt.reason, pod.priority, attempt.nominated))
+            for victim, violates in attempt.evictions:  # victims all ran on the preemptor's node
+                plan.evictions.append(Eviction(victim.key, node or "", pod.key, victim.priority, violates))
+        plan.warnings.extend(unimplemented_warnings(self.index, pods))
+        plan.seconds = time.perf_counter() - started
+        return plan
+
+
+def _merge_outcomes(outcomes: list[tuple[FilterOutcome, int]]) -> FilterOutcome | None:
+    """Concatenate per-chunk outcomes, keeping only the nodes actually evaluated."""
+    if not outcomes:
+        return None
+    if len(outcomes) == 1 and outcomes[0][1] == len(outcomes[0][0].nodes):
+        return outcomes[0][0]
+    from .framework.plugin import FilterResult
+
+    names = outcomes[0][0].plugins
+    nodes = np.concatenate([o.nodes[:k] for o, k in outcomes])
+    code = np.concatenate([o.code[:k] for o, k in outcomes])
+    plugin = np.concatenate([o.plugin[:k] for o, k in outcomes])
+    results: dict[str, FilterResult] = {}
+    for name in names:
+        parts = [(o.results.get(name), k, len(o.nodes)) for o, k in outcomes]
+        if all(r is None for r, _, _ in parts):
+            continue
+        res_code = np.concatenate([r.code[:k] if r is not None else np.zeros(k, np.int8) for r, k, _ in parts])
+        texts = sorted({t for r, _, _ in parts if r is not None for t, _ in r.reasons})
+        reasons = []
+        for t in texts:
+            masks = []
+            for r, k, _ in parts:
+                m = np.zeros(k, dtype=bool)
+                if r is not None:
+                    for text, mask in r.reasons:
+                        if text == t:
+                            m |= mask[:k]
+                masks.append(m)
+            reasons.append((t, np.concatenate(masks)))
+        results[name] = FilterResult(res_code, reasons)
+    return FilterOutcome(nodes=nodes, code=code, plugin=plugin, plugins=names, results=results)
+
+
+def unimplemented_warnings(index: ClusterIndex, pods: list[PodInfo]) -> list[str]:
+    """Say plainly which pods need plugins kplace does not implement yet (their constraints are not checked)."""
+    counts: Counter[str] = Counter()
+    for pi in pods:
+        spec = pi.pod.spec
+        if any(v.persistent_volume_claim or v.ephemeral for v in spec.volumes):
+            counts["VolumeBinding"] += 1
+        if any(v.gce_persistent_disk or v.aws_elastic_block_store or v.rbd or v.iscsi for v in spec.volumes):
+            counts["VolumeRestrictions"] += 1
+    return [
+        f"{n} pending pod(s) use {NOT_IMPLEMENTED[name]}: the {name} plugin is not implemented yet, "
+        f"so those constraints were not checked"
+        for name, n in counts.items()
+    ]
+
+
+def schedule_greedy(
+    index: ClusterIndex, config: SchedulerConfig | None = None, *, tie_break: str = "order", seed: int = 0
+) -> Plan:
+    return GreedyScheduler(index, config, tie_break=tie_break, seed=seed).run()

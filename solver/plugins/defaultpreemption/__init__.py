@@ -1,0 +1,186 @@
+"""DefaultPreemption (PostFilter), as kube's `framework/preemption` does it.
+
+1. Eligible unless `preemptionPolicy: Never`.
+2. Potential nodes: those whose filter status was Unschedulable (not UnschedulableAndUnresolvable).
+   numCandidates = min(#potential, max(#potential·minCandidateNodesPercentage/100, minCandidateNodesAbsolute)).
+   Walk them from an offset (0 in deterministic `order` mode, seeded random in `random` mode), stopping once
+   a non-PDB-violating candidate exists and the candidate count reaches numCandidates.
+3. Victims on a node: remove every pod of strictly lower priority; if the pod still does not fit, no
+   candidate. Else, by importance (priority desc, earlier start first), reprieve PDB-violating pods first,
+   then the others: add each back and keep it if the pod still fits; otherwise it is a victim.
+4. Pick: fewest PDB violations; lowest highest-victim priority; smallest Σ(priority + 2³¹); fewest victims;
+   latest earliest start time among the highest-priority victims; first candidate.
+Messages: nodes that cannot help are "Preemption is not helpful for scheduling" (UU) or "No preemption
+victims found for incoming pod".
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+from kplace.models.index import ClusterIndex, PodInfo
+from kplace.models.selectors import selector_matches
+
+from ...framework.config import Profile
+from ...framework.plugin import Code, CycleState
+from ...framework.runtime import FilterOutcome, fit_error_message, run_filters, run_pre_filter
+
+if TYPE_CHECKING:
+    from ...greedy import GreedyScheduler
+
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class PreemptionResult:
+    node: int | None
+    victims: list[tuple[PodInfo, bool]] = field(default_factory=list)
+    message: str = ""
+
+
+@dataclass
+class Candidate:
+    node: int
+    victims: list[PodInfo]
+    violating: set[int]  # pod idx of victims that violate a PDB
+
+    def key(self) -> tuple:
+        """Smaller is better: kube's pickOneNodeForPreemption criteria in order."""
+        prios = [v.priority for v in self.victims]
+        highest = max(prios) if prios else -(2**31)
+        top = [v for v in self.victims if v.priority == highest]
+        earliest = min((start_time(v) for v in top), default=_EPOCH)
+        return (
+            len(self.violating),
+            highest,
+            sum(p + 2**31 for p in prios),
+            len(self.victims),
+            -earliest.timestamp(),
+        )
+
+
+def start_time(p: PodInfo) -> datetime:
+    t = p.pod.status.start_time or p.creation
+    if t is None:
+        return _EPOCH
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def matching_pdbs(index: ClusterIndex, pod: PodInfo) -> list[int]:
+    """PDBs in the pod's namespace whose (non-empty) selector matches it."""
+    out = []
+    for i, pdb in enumerate(index.snapshot.pdbs):
+        sel = pdb.spec.selector
+        if pdb.metadata.namespace != pod.namespace or sel is None:
+            continue
+        if not sel.match_labels and not sel.match_expressions:
+            continue  # an empty selector matches nothing for PDB purposes
+        if selector_matches(sel, pod.labels):
+            out.append(i)
+    return out
+
+
+def _fits(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int) -> bool:
+    cycle = CycleState()
+    pre = run_pre_filter(profile, sched.state, pod, cycle)
+    if pre.code != Code.SUCCESS or (pre.nodes is not None and node not in pre.nodes):
+        return False
+    out = run_filters(profile, sched.state, pod, cycle, np.array([node], dtype=np.int64), pre.skipped)
+    return bool(out.code[0] == 0)
+
+
+def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
+    allowed = dict(sched.pdb_allowed())
+    pdbs = sched.index.snapshot.pdbs
+    violating, ok = [], []
+    for p in pods:
+        bad = False
+        for i in matching_pdbs(sched.index, p):
+            status = pdbs[i].status
+            if status is not None and p.name in status.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                bad = True
+        (violating if bad else ok).append(p)
+    return violating, ok
+
+
+def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int) -> Candidate | None:
+    state = sched.state
+    lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
+    for p in lower:
+        state.forget(p)
+    try:
+        if not _fits(sched, profile, pod, node):
+            return None
+        lower.sort(key=lambda p: (-p.priority, start_time(p)))
+        violating, ok = _split_by_pdb(sched, lower)
+        victims: list[PodInfo] = []
+        violating_ids: set[int] = set()
+        for group, is_violating in ((violating, True), (ok, False)):
+            for p in group:
+                state.assume(p, node)
+                if _fits(sched, profile, pod, node):
+                    continue
+                state.forget(p)
+                victims.append(p)
+                if is_violating:
+                    violating_ids.add(p.idx)
+        return Candidate(node, victims, violating_ids)
+    finally:
+        for p in lower:
+            if state.pod_node[p.idx] < 0:
+                state.assume(p, node)
+
+
+def preempt(
+    sched: GreedyScheduler, profile: Profile, pod: PodInfo, outcome: FilterOutcome | None
+) -> PreemptionResult:
+    n_all = sched.n_nodes
+    if pod.pod.spec.preemption_policy == "Never":
+        return PreemptionResult(None, message="not eligible due to preemptionPolicy=Never.")
+    statuses: Counter[str] = Counter()
+    potential: list[int] = []
+    evaluated: set[int] = set()
+    if outcome is not None:
+        for i, node in enumerate(outcome.nodes.tolist()):
+            evaluated.add(node)
+            if outcome.code[i] == Code.UNSCHEDULABLE:
+                potential.append(node)
+            else:
+                statuses[NOT_HELPFUL] += 1
+    statuses[NOT_HELPFUL] += n_all - len(evaluated)
+    if not potential:
+        return PreemptionResult(None, message=fit_error_message(n_all, statuses))
+    n = len(potential)
+    want = min(n, max(n * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
+    offset = int(sched.rng.integers(n)) if sched.tie_break == "random" else 0
+    candidates: list[Candidate] = []
+    non_violating = 0
+    for k in range(n):
+        node = potential[(offset + k) % n]
+        cand = select_victims(sched, profile, pod, node)
+        if cand is None or not cand.victims:
+            statuses[NO_VICTIMS] += 1
+            continue
+        candidates.append(cand)
+        non_violating += not cand.violating
+        if non_violating > 0 and len(candidates) >= want:
+            break
+    if not candidates:
+        return PreemptionResult(None, message=fit_error_message(n_all, statuses))
+    best = min(candidates, key=Candidate.key)  # min() keeps the first of equals: "first candidate"
+    victims = [(v, v.idx in best.violating) for v in best.victims]
+    return PreemptionResult(best.node, victims)
+
+
+PLUGINS: list = []  # DefaultPreemption runs as the engines' PostFilter (solver.greedy), not as a plugin class

@@ -1,0 +1,43 @@
+"""Human-readable tables for plans (rich)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kplace.models.plan import Plan
+
+
+def render_plan(plan: Plan, limit: int = 50) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    s = plan.summary()
+    console.print(f"[bold]{plan.engine}[/]: {s['placed']}/{s['pods']} pods placed, {s['unplaced']} unplaced, "
+                  f"{s['evictions']} evictions, {s['seconds']:.3f}s")
+    t = Table(title="Placements", title_justify="left")
+    t.add_column("pod")
+    t.add_column("node")
+    t.add_column("reason", overflow="fold")
+    for p in plan.placements[:limit]:
+        t.add_row(p.pod, (p.node or "[red]-[/]") + (" (preempted)" if p.nominated else ""), p.reason or "")
+    console.print(t)
+    if len(plan.placements) > limit:
+        console.print(f"... {len(plan.placements) - limit} more (use --output json for all)")
+    unplaced = Counter(p.reason for p in plan.placements if p.node is None)
+    if unplaced:
+        t = Table(title="Unplaced pods by reason", title_justify="left")
+        t.add_column("pods", justify="right")
+        t.add_column("reason", overflow="fold")
+        for reason, n in unplaced.most_common():
+            t.add_row(str(n), reason or "")
+        console.print(t)
+    if plan.evictions:
+        t = Table(title="Evictions (preemption)", title_justify="left")
+        for c in ("pod", "node", "for", "PDB violated"):
+            t.add_column(c)
+        for e in plan.evictions:
+            t.add_row(e.pod, e.node, e.preemptor, "yes" if e.pdb_violation else "")
+        console.print(t)
+    for w in plan.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
