@@ -9,6 +9,7 @@ lazily into one integer column per key (`label_column`), which is what topology 
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -133,7 +134,7 @@ class ClusterIndex:
             for k, v in pi.requests.items():
                 if k in self.rid:
                     self.pod_req[pi.idx, self.rid[k]] = v
-            nz = pod_requests(pi.pod, non_zero=True)
+            nz = pod_requests(pi.pod, non_zero=True, plain=pi.requests)
             self.pod_nonzero[pi.idx] = (nz.get("cpu", 0), nz.get("memory", 0))
         self.pod_node = np.array([pi.node for pi in self.pods], dtype=np.int64)
 
@@ -226,4 +227,11 @@ def _canon(resource: str, q) -> int:
 
 
 def compile_index(snapshot: ClusterSnapshot) -> ClusterIndex:
-    return ClusterIndex(snapshot)
+    # As in load_state: no cycles are created here, so the cyclic GC would only rescan the heap.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ClusterIndex(snapshot)
+    finally:
+        if gc_was_enabled:
+            gc.enable()

@@ -1,81 +1,154 @@
 """Kubernetes resource quantities, parsed exactly as apimachinery's `resource.Quantity`.
 
-Grammar (k8s.io/apimachinery/pkg/api/resource):
+Grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go):
 
-    quantity  ::= signedNumber suffix
-    suffix    ::= binarySI | decimalSI | ('e'|'E') signedInteger
-    binarySI  ::= Ki | Mi | Gi | Ti | Pi | Ei           (powers of 1024)
-    decimalSI ::= n | u | m | "" | k | M | G | T | P | E (powers of 1000)
+    quantity        ::= signedNumber suffix
+    signedNumber    ::= number | sign number            sign ::= '+' | '-'
+    number          ::= digits | digits '.' digits | digits '.' | '.' digits
+    suffix          ::= binarySI | decimalExponent | decimalSI
+    binarySI        ::= Ki | Mi | Gi | Ti | Pi | Ei      (powers of 1024)
+    decimalSI       ::= n | u | m | "" | k | M | G | T | P | E   (powers of 1000)
+    decimalExponent ::= ('e' | 'E') signedInteger       (|exponent| ≤ 2³¹−1)
 
-Values are kept as exact fractions. Like Kubernetes, a value is first rounded up to a whole nano unit,
-and conversions to integers round up: `milli_value` is ⌈q·1000⌉ (cpu), `value` is ⌈q⌉ (everything else).
+Quirks kept from apimachinery's scanner: a number may be just `.` or a bare sign (both parse as 0), `1.G` is
+accepted, `E` alone is the exa suffix while `e` alone is an error, and there is no whitespace inside the
+string (the JSON/YAML decoder trims it around the value; `null` is zero).
+
+Values are kept as exact fractions. Like Kubernetes, a non-zero value is rounded *away from zero* to a whole
+nano unit at parse time (`0.1n` → `1n`, `-0.1n` → `-1n`), and a binary-suffixed value is capped at 2⁶³−1
+(`9Ei` → 9223372036854775807). Conversions to integers round up (`ceil`): `milli_value` is ⌈q·1000⌉ (cpu) and
+`value` is ⌈q⌉ (everything else); kplace saturates them to the int64 range, where Go would wrap.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from fractions import Fraction
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-}
-_RE = re.compile(
-    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))"
-    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
-)
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
+_DIGITS = frozenset("0123456789")
 _NANO = Fraction(1, 10**9)
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+_INT32_MAX = 2**31 - 1
+# Exponents beyond this are computed as if they were this: the value is then either far beyond int64 (and
+# saturates wherever it is used) or far below one nano unit (and rounds to ±1n), exactly as with the real one.
+_EXP_CLAMP = 400
+_CACHE: dict[str, Fraction] = {}
 
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
-def parse_quantity(raw: str | int | float) -> Fraction:
-    """Parse a quantity (`'500Mi'`, `'0.5'`, `'100m'`, `'1e3'`, or a bare YAML/JSON number)."""
+def _invalid(raw: object, why: str = "") -> QuantityError:
+    return QuantityError(f"{raw!r} is not a valid quantity" + (f": {why}" if why else ""))
+
+
+def _scan(text: str) -> tuple[bool, str, str, str] | None:
+    """apimachinery's parseQuantityString: (positive, integer digits, fraction digits, suffix) or None."""
+    pos, end, positive = 0, len(text), True
+    if pos < end and text[0] in "+-":
+        positive = text[0] == "+"
+        pos = 1
+    start = pos
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    num = text[start:pos]
+    denom = ""
+    if pos < end and text[pos] == ".":
+        pos += 1
+        start = pos
+        while pos < end and text[pos] in _DIGITS:
+            pos += 1
+        denom = text[start:pos]
+    suffix_start = pos
+    while pos < end and text[pos] in _SUFFIX_CHARS:
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    if pos != end:
+        return None
+    return positive, num, denom, text[suffix_start:]
+
+
+def parse_quantity(raw: str | int | float | None) -> Fraction:
+    """Parse a quantity (`'500Mi'`, `'0.5'`, `'100m'`, `'1e3'`, a bare YAML/JSON number, or null → 0)."""
+    if raw is None:
+        return Fraction(0)
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        raise QuantityError(f"{raw!r} is not a valid quantity")
+        raise _invalid(raw)
     if isinstance(raw, int):
         return Fraction(raw)
-    text = repr(raw) if isinstance(raw, float) else raw.strip()
-    m = _RE.match(text)
-    if m is None:
-        raise QuantityError(f"{raw!r} is not a valid quantity")
-    number = Fraction(m["num"])
-    if m["bin"]:
-        value = number * _BINARY[m["bin"]]
-    elif m["exp"] is not None:
-        exponent = int(m["exp"])
-        if abs(exponent) > 100:
-            raise QuantityError(f"{raw!r} is not a valid quantity: exponent out of range")
-        value = number * Fraction(10) ** exponent
+    if isinstance(raw, float):
+        if not math.isfinite(raw):
+            raise _invalid(raw)
+        text = repr(raw)
     else:
-        value = number * _DECIMAL[m["dec"]]
-    # Kubernetes keeps at most nano precision and rounds up (away from zero).
+        text = raw.strip()
+    cached = _CACHE.get(text)
+    if cached is not None:
+        return cached
+    result = _parse(text, raw)
+    if len(_CACHE) < 65536:
+        _CACHE[text] = result
+    return result
+
+
+def _parse(text: str, raw: object) -> Fraction:
+    if not text:
+        raise _invalid(raw)
+    scanned = _scan(text)
+    if scanned is None:
+        raise _invalid(raw)
+    positive, num, denom, suffix = scanned
+    mantissa = int((num or "0") + denom)
+    scale = -len(denom)
+    binary = suffix in _BINARY
+    if binary:
+        value = Fraction(mantissa << _BINARY[suffix], 10 ** -scale)
+    else:
+        if suffix in _DECIMAL:
+            exponent = _DECIMAL[suffix]
+        elif len(suffix) > 1 and suffix[0] in "eE" and _is_signed_int(suffix[1:]):
+            exponent = int(suffix[1:])
+            if abs(exponent) > _INT32_MAX:
+                raise _invalid(raw, "exponent out of range")
+            exponent = max(-_EXP_CLAMP, min(_EXP_CLAMP, exponent))
+        else:
+            raise _invalid(raw, f"unknown suffix {suffix!r}")
+        exponent += scale
+        value = Fraction(mantissa * 10**exponent) if exponent >= 0 else Fraction(mantissa, 10**-exponent)
+    # Non-zero values are rounded up (in magnitude) to a whole nano unit.
     nanos = value / _NANO
     if nanos.denominator != 1:
-        nanos = Fraction(math.ceil(nanos) if nanos > 0 else math.floor(nanos))
-    return nanos * _NANO
+        value = math.ceil(nanos) * _NANO
+    if binary and value > INT64_MAX:
+        value = Fraction(INT64_MAX)
+    return value if positive else -value
+
+
+def _is_signed_int(text: str) -> bool:
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    return bool(digits) and all(c in _DIGITS for c in digits)
+
+
+def _saturate(v: int) -> int:
+    return INT64_MAX if v > INT64_MAX else INT64_MIN if v < INT64_MIN else v
 
 
 def value(q: Fraction) -> int:
     """`Quantity.Value()`: the value rounded up to an integer."""
-    return math.ceil(q)
+    return _saturate(math.ceil(q))
 
 
 def milli_value(q: Fraction) -> int:
     """`Quantity.MilliValue()`: the value in thousandths, rounded up."""
-    return math.ceil(q * 1000)
+    return _saturate(math.ceil(q * 1000))
 
 
 def canonical(resource: str, q: Fraction) -> int:

@@ -20,10 +20,22 @@ from .quantity import canonical
 
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
+_CANON: dict[tuple[bool, int, int], int] = {}
+
+
+def _canonical(name: str, q: Fraction) -> int:
+    """`canonical`, memoised: real clusters use a few dozen distinct request sizes."""
+    key = (name == "cpu", q.numerator, q.denominator)  # hashing a Fraction itself is slow
+    v = _CANON.get(key)
+    if v is None:
+        v = canonical(name, q)
+        if len(_CANON) < 65536:
+            _CANON[key] = v
+    return v
 
 
 def _container_requests(c: Container, non_zero: bool) -> dict[str, int]:
-    out = {name: canonical(name, q) for name, q in c.resources.requests.items()}
+    out = {name: _canonical(name, q) for name, q in c.resources.requests.items()}
     if non_zero:
         out.setdefault("cpu", DEFAULT_MILLI_CPU)
         out.setdefault("memory", DEFAULT_MEMORY)
@@ -41,9 +53,18 @@ def _max(acc: dict[str, int], other: Mapping[str, int]) -> None:
             acc[k] = v
 
 
-def pod_requests(pod: Pod, non_zero: bool = False) -> dict[str, int]:
-    """R per resource name (see module docstring). `non_zero=True` gives the scoring variant."""
+def pod_requests(pod: Pod, non_zero: bool = False, plain: dict[str, int] | None = None) -> dict[str, int]:
+    """R per resource name (see module docstring). `non_zero=True` gives the scoring variant.
+
+    `plain`, with `non_zero=True`, is the already computed plain R: it is returned as is when every container
+    requests both cpu and memory (the non-zero defaults then change nothing).
+    """
     spec = pod.spec
+    if non_zero and plain is not None and all(
+        "cpu" in c.resources.requests and "memory" in c.resources.requests
+        for c in (*spec.containers, *spec.init_containers)
+    ):
+        return plain
     reqs: dict[str, int] = {}
     for c in spec.containers:
         _add(reqs, _container_requests(c, non_zero))
@@ -63,8 +84,8 @@ def pod_requests(pod: Pod, non_zero: bool = False) -> dict[str, int]:
     pod_level: Mapping[str, Fraction] = spec.resources.requests if spec.resources else {}
     for name, q in pod_level.items():
         if name in ("cpu", "memory") or name.startswith("hugepages-"):
-            reqs[name] = canonical(name, q)
-    _add(reqs, {name: canonical(name, q) for name, q in spec.overhead.items()})
+            reqs[name] = _canonical(name, q)
+    _add(reqs, {name: _canonical(name, q) for name, q in spec.overhead.items()})
     return reqs
 
 
