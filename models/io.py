@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from .errors import InputError
 from .k8s import CLUSTER_SCOPED, MODEL_BY_KIND
 from .snapshot import ClusterSnapshot, finalize
-from .workloads import expand_workloads
+from .workloads import _suffix, expand_workloads
 
 try:  # libyaml is an order of magnitude faster on big exports
     _YamlLoader: Any = yaml.CSafeLoader
@@ -181,8 +181,14 @@ def _add(snapshot: ClusterSnapshot, sources: dict[int, str], kind: str, item: di
         raise _input_error(exc, source, ref) from None
     if kind not in CLUSTER_SCOPED and not obj.metadata.namespace:
         obj.metadata.namespace = "default"
-    if not obj.metadata.name and kind != "Pod":
-        raise InputError("metadata.name is required", source=source, obj=ref, field="metadata.name")
+    if not obj.metadata.name:
+        if not obj.metadata.generate_name:
+            raise InputError("metadata.name or metadata.generateName is required", source=source, obj=ref,
+                             field="metadata.name")
+        # The API server names the object generateName + 5 random characters; ours are derived from the
+        # object's position in the input, so the same input always gives the same names.
+        position = str(len(getattr(snapshot, _ATTR.get(kind, "workloads"))))
+        obj.metadata.name = obj.metadata.generate_name + _suffix(source, kind, position)
     attr = _ATTR.get(kind, "workloads")
     getattr(snapshot, attr).append(obj)
     sources[id(obj)] = source
