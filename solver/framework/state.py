@@ -11,12 +11,53 @@ topology spread fast.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.selectors import Selector
 
 _DENSE_MIN = 8  # signatures with at least this many pods keep a dense per-node count array
+
+
+def affinity_group_key(pod: PodInfo) -> tuple | None:
+    """What a bound pod's pod (anti-)affinity terms mean, independent of which pod carries them.
+
+    Two pods with equal keys have identical compiled terms: same term text, same namespace where a term
+    defaults to the pod's own, same values of the labels that matchLabelKeys/mismatchLabelKeys read.
+    None for pods without pod (anti-)affinity.
+    """
+    aff = pod.pod.spec.affinity
+    if aff is None or not (aff.pod_affinity or aff.pod_anti_affinity):
+        return None
+    terms = []
+    for pa in (aff.pod_affinity, aff.pod_anti_affinity):
+        if pa is not None:
+            terms.extend(pa.required_during_scheduling_ignored_during_execution)
+            terms.extend(w.pod_affinity_term for w in pa.preferred_during_scheduling_ignored_during_execution)
+    own_ns = any(not t.namespaces and t.namespace_selector is None for t in terms)
+    keys = sorted({k for t in terms for k in (*t.match_label_keys, *t.mismatch_label_keys)})
+    text = aff.model_dump_json(include={"pod_affinity", "pod_anti_affinity"})
+    return (pod.namespace if own_ns else None, tuple((k, pod.labels.get(k)) for k in keys), text)
+
+
+@dataclass(eq=False)
+class AffinityGroup:
+    """Bound pods whose pod (anti-)affinity terms are identical (see `affinity_group_key`)."""
+
+    rep: int  # index of a pod whose terms stand for the whole group
+    required_anti: bool
+    size: int = 0
+    sparse: Counter[int] = field(default_factory=Counter)
+    dense: np.ndarray | None = None
+
+    def node_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(node ids, pod counts) where the group has pods."""
+        if self.dense is not None:
+            nodes = np.flatnonzero(self.dense)
+            return nodes, self.dense[nodes]
+        return (np.fromiter(self.sparse.keys(), dtype=np.int64, count=len(self.sparse)),
+                np.fromiter(self.sparse.values(), dtype=np.int64, count=len(self.sparse)))
 
 
 class ClusterState:
@@ -51,6 +92,11 @@ class ClusterState:
         # for symmetry and for scoring when the incoming pod has no preferred terms.
         self.with_affinity: set[int] = set()
         self.with_required_anti: set[int] = set()
+        # The same bound pods grouped by identical terms, with per-node counts, so that per incoming pod
+        # InterPodAffinity evaluates each distinct term set once instead of once per existing pod.
+        self.affinity_groups: list[AffinityGroup] = []
+        self._affinity_group_ids: dict[tuple, int] = {}
+        self._affinity_group_of: dict[int, int] = {}
         for pi in index.pods:
             if pi.node >= 0:
                 self._place(pi, pi.node)
@@ -84,6 +130,9 @@ class ClusterState:
         self._count_sig(pod.idx, node, -1)
         self.with_affinity.discard(pod.idx)
         self.with_required_anti.discard(pod.idx)
+        g = self._affinity_group_of.get(pod.idx)
+        if g is not None:
+            self._count_group(self.affinity_groups[g], node, -1)
 
     def _place(self, pod: PodInfo, node: int) -> None:
         self.node_pods[node].add(pod.idx)
@@ -95,6 +144,32 @@ class ClusterState:
             self.with_affinity.add(pod.idx)
             if pod.required_anti_affinity:
                 self.with_required_anti.add(pod.idx)
+            self._count_group(self.affinity_groups[self._affinity_group(pod)], node, +1)
+
+    def _affinity_group(self, pod: PodInfo) -> int:
+        g = self._affinity_group_of.get(pod.idx)
+        if g is None:
+            key = affinity_group_key(pod)
+            g = self._affinity_group_ids.get(key)
+            if g is None:
+                g = self._affinity_group_ids[key] = len(self.affinity_groups)
+                self.affinity_groups.append(AffinityGroup(pod.idx, bool(pod.required_anti_affinity)))
+            self._affinity_group_of[pod.idx] = g
+        return g
+
+    def _count_group(self, grp: AffinityGroup, node: int, delta: int) -> None:
+        grp.size += delta
+        if grp.dense is not None:
+            grp.dense[node] += delta
+            return
+        grp.sparse[node] += delta
+        if grp.sparse[node] == 0:
+            del grp.sparse[node]
+        if grp.size >= _DENSE_MIN:
+            grp.dense = np.zeros(self.n_nodes, dtype=np.int64)
+            for nd, c in grp.sparse.items():
+                grp.dense[nd] = c
+            grp.sparse.clear()
 
     def _count_sig(self, pod_idx: int, node: int, delta: int) -> None:
         sid = int(self.sig_of_pod[pod_idx])
@@ -134,10 +209,14 @@ class ClusterState:
         self, namespaces: frozenset[str] | None, selector: Selector, include_terminating: bool = True
     ) -> np.ndarray:
         """Per node, the number of pods on it in `namespaces` (None = all) that match `selector`."""
-        out = np.zeros(self.n_nodes, dtype=np.int64)
         if selector.nothing:
-            return out
-        for s in self.matching_signatures(namespaces, selector, include_terminating):
+            return np.zeros(self.n_nodes, dtype=np.int64)
+        return self.signature_counts(self.matching_signatures(namespaces, selector, include_terminating))
+
+    def signature_counts(self, signatures) -> np.ndarray:
+        """Per node, the number of pods on it whose signature is in `signatures`."""
+        out = np.zeros(self.n_nodes, dtype=np.int64)
+        for s in signatures:
             dense = self._dense.get(s)
             if dense is not None:
                 out += dense
@@ -145,6 +224,11 @@ class ClusterState:
                 for node, c in self._sparse.get(s, {}).items():
                     out[node] += c
         return out
+
+    def live_affinity_groups(self, required_anti: bool = False) -> list[AffinityGroup]:
+        """Groups of bound pods with pod (anti-)affinity that have at least one pod placed (optionally
+        only those whose terms include required anti-affinity)."""
+        return [g for g in self.affinity_groups if g.size > 0 and (g.required_anti or not required_anti)]
 
     def pods_on(self, node: int) -> list[PodInfo]:
         pods = self.index.pods

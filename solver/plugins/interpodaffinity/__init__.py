@@ -1,0 +1,167 @@
+"""InterPodAffinity: required pod affinity / anti-affinity (Filter) and preferred terms (Score), as kube-scheduler.
+
+PreFilter builds three maps keyed by (topologyKey, value) (see `terms`): affinityCounts, antiAffinityCounts and
+existingAntiAffinityCounts; it returns Skip when the pod has no required terms and no bound pod's required
+anti-affinity selects it. Filter on node n, in kube's order:
+1. every required affinity term's key is on n, and each term has count > 0 at (key, n[key]) — unless
+   affinityCounts is empty and the pod matches all its own terms (first pod of a group); else UU;
+2. no required anti-affinity term has count > 0 at (key, n[key]); else U;
+3. no label (k, v) of n has existingAntiAffinityCounts > 0; else U.
+Score: raw(n) = Σ_k T[(k, n[k])] over the PreScore map T; normalised 100·(raw − min)/(max − min), truncated
+(all 0 when max = min). Args: `hardPodAffinityWeight` (0..100, default 1), `ignorePreferredTermsOfExistingPods`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from kplace.models.errors import ConfigError
+from kplace.models.index import PodInfo
+
+from ...framework import MAX_NODE_SCORE, Code, CycleState, FilterResult, Plugin, PreFilterResult
+from ...framework.state import ClusterState
+from .terms import (
+    DomainCounts,
+    affinity_counts,
+    anti_affinity_counts,
+    at_nodes,
+    existing_anti_affinity_counts,
+    matches_all,
+    pod_terms,
+    preferred_scores,
+)
+
+REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+_PRE_FILTER = "PreFilterInterPodAffinity"
+_PRE_SCORE = "PreScoreInterPodAffinity"
+
+
+def parse_args(args: dict[str, Any] | None) -> tuple[int, bool]:
+    """InterPodAffinityArgs (camelCase) → (hardPodAffinityWeight, ignorePreferredTermsOfExistingPods)."""
+    args = dict(args or {})
+    unknown = sorted(set(args) - {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
+    if unknown:
+        raise ConfigError(f"InterPodAffinityArgs: unknown field(s) {', '.join(map(repr, unknown))}")
+    weight = args.get("hardPodAffinityWeight", 1)
+    if weight is None:
+        weight = 1
+    if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= 100:
+        raise ConfigError(f"InterPodAffinityArgs.hardPodAffinityWeight: {weight!r} not in valid range [0, 100]")
+    ignore = args.get("ignorePreferredTermsOfExistingPods", False)
+    if not isinstance(ignore, bool):
+        raise ConfigError(f"InterPodAffinityArgs.ignorePreferredTermsOfExistingPods: must be a boolean, got {ignore!r}")
+    return weight, ignore
+
+
+class _FilterState:
+    __slots__ = ("affinity", "affinity_terms", "anti", "anti_keys", "existing", "first_pod_ok")
+
+    def __init__(self, affinity_terms, affinity: DomainCounts, first_pod_ok: bool, anti_keys, anti: DomainCounts,
+                 existing: DomainCounts) -> None:
+        self.affinity_terms = affinity_terms
+        self.affinity = affinity
+        self.first_pod_ok = first_pod_ok
+        self.anti_keys = anti_keys
+        self.anti = anti
+        self.existing = existing
+
+
+class InterPodAffinity(Plugin):
+    name = "InterPodAffinity"
+
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self.hard_pod_affinity_weight, self.ignore_preferred_terms_of_existing_pods = parse_args(args)
+
+    def pre_filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState) -> PreFilterResult:
+        terms = pod_terms(state.index, pod)
+        existing = existing_anti_affinity_counts(state, pod)
+        if not terms.required_affinity and not terms.required_anti and not existing:
+            return PreFilterResult.skip()
+        affinity = affinity_counts(state, terms.required_affinity)
+        first_pod_ok = not any(a.any() for a in affinity.values()) and matches_all(
+            state.index, terms.required_affinity, pod
+        )
+        anti_keys = list(dict.fromkeys(t.topology_key for t in terms.required_anti))
+        anti = anti_affinity_counts(state, terms.required_anti)
+        cycle[_PRE_FILTER] = _FilterState(terms.required_affinity, affinity, first_pod_ok, anti_keys, anti, existing)
+        return PreFilterResult()
+
+    def filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
+        s: _FilterState | None = cycle.get(_PRE_FILTER)
+        n = len(nodes)
+        if s is None:
+            return FilterResult.success(n)
+        index = state.index
+        code = np.zeros(n, dtype=np.int8)
+        fail_aff = np.zeros(n, dtype=bool)
+        if s.affinity_terms:
+            missing = np.zeros(n, dtype=bool)
+            empty = np.zeros(n, dtype=bool)
+            for t in s.affinity_terms:
+                has, cnt = at_nodes(index, s.affinity, t.topology_key, nodes)
+                missing |= ~has
+                empty |= has & (cnt <= 0)
+            fail_aff = missing if s.first_pod_ok else missing | empty
+        fail_anti = np.zeros(n, dtype=bool)
+        for key in s.anti_keys:
+            if key in s.anti:
+                has, cnt = at_nodes(index, s.anti, key, nodes)
+                fail_anti |= has & (cnt > 0)
+        fail_anti &= ~fail_aff
+        fail_existing = np.zeros(n, dtype=bool)
+        for key in s.existing:
+            has, cnt = at_nodes(index, s.existing, key, nodes)
+            fail_existing |= has & (cnt > 0)
+        fail_existing &= ~(fail_aff | fail_anti)
+        code[fail_aff] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        code[fail_anti | fail_existing] = Code.UNSCHEDULABLE
+        reasons = [
+            (text, mask)
+            for text, mask in (
+                (REASON_AFFINITY, fail_aff),
+                (REASON_ANTI_AFFINITY, fail_anti),
+                (REASON_EXISTING_ANTI_AFFINITY, fail_existing),
+            )
+            if mask.any()
+        ]
+        return FilterResult(code, reasons)
+
+    def pre_score(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> bool:
+        terms = pod_terms(state.index, pod)
+        has_preferred = bool(terms.preferred_affinity or terms.preferred_anti)
+        if self.ignore_preferred_terms_of_existing_pods and not has_preferred:
+            return False
+        scores, touched = preferred_scores(state, pod, terms, self.hard_pod_affinity_weight)
+        if not touched:
+            return False
+        cycle[_PRE_SCORE] = scores
+        return True
+
+    def score(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        scores: DomainCounts = cycle.get(_PRE_SCORE) or {}
+        raw = np.zeros(len(nodes), dtype=np.int64)
+        for key in scores:
+            raw += at_nodes(state.index, scores, key, nodes)[1]
+        return raw
+
+    def normalize(self, scores: np.ndarray, pod: PodInfo, cycle: CycleState) -> np.ndarray:
+        return normalize_min_max(scores)
+
+
+def normalize_min_max(scores: np.ndarray) -> np.ndarray:
+    """100·(raw − min)/(max − min) in float64, truncated; all 0 when max = min."""
+    scores = np.asarray(scores, dtype=np.int64)
+    if len(scores) == 0:
+        return scores
+    lo, hi = int(scores.min()), int(scores.max())
+    if hi == lo:
+        return np.zeros(len(scores), dtype=np.int64)
+    return (float(MAX_NODE_SCORE) * ((scores - lo).astype(np.float64) / float(hi - lo))).astype(np.int64)
+
+
+PLUGINS = [InterPodAffinity]
