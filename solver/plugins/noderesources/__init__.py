@@ -1,0 +1,61 @@
+"""NodeResourcesFit (Filter + Score) and NodeResourcesBalancedAllocation (Score), as upstream's
+`noderesources` folder.
+
+- Fit Filter: pod count, then every requested resource against allocatable − requested (`helpers.fit_filter`).
+- Fit Score: the configured strategy (LeastAllocated by default, MostAllocated, RequestedToCapacityRatio) over
+  the strategy's weighted resources, cpu/memory with the non-zero defaults (`scoring`). No normalisation.
+- BalancedAllocation Score: how even the node's usage fractions are after placing the pod, from actual
+  requests; skipped for best-effort pods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...framework import CycleState, FilterResult, Plugin
+from ...framework.state import ClusterState
+from .args import LEAST, MOST, FitArgs, parse_balanced_args, parse_fit_args
+from .helpers import allocation, fit_filter, pod_requests
+from .scoring import balanced_allocation, least_allocated, most_allocated, requested_to_capacity_ratio
+
+
+class NodeResourcesFit(Plugin):
+    name = "NodeResourcesFit"
+
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self.config: FitArgs = parse_fit_args(self.args)
+        self._names = [r for r, _ in self.config.resources]
+        self._weights = np.array([w for _, w in self.config.resources], dtype=np.int64)
+
+    def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
+        return fit_filter(state, pod.idx, nodes, self.config.ignored_resources, self.config.ignored_groups)
+
+    def score(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        req, alloc, inc = allocation(state, pod.idx, nodes, self._names, non_zero=True)
+        if self.config.strategy == LEAST:
+            return least_allocated(req, alloc, inc, self._weights)
+        if self.config.strategy == MOST:
+            return most_allocated(req, alloc, inc, self._weights)
+        return requested_to_capacity_ratio(req, alloc, inc, self._weights, self.config.shape)
+
+
+class NodeResourcesBalancedAllocation(Plugin):
+    name = "NodeResourcesBalancedAllocation"
+
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
+        super().__init__(args)
+        self.resources = parse_balanced_args(self.args)
+
+    def pre_score(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> bool:
+        """Skip best-effort pods (every configured resource request is 0)."""
+        return bool(pod_requests(state.index, pod.idx, self.resources, non_zero=False).any())
+
+    def score(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
+        req, alloc, inc = allocation(state, pod.idx, nodes, self.resources, non_zero=False)
+        return balanced_allocation(req, alloc, inc)
+
+
+PLUGINS = [NodeResourcesFit, NodeResourcesBalancedAllocation]
