@@ -1,0 +1,337 @@
+"""Pure topology-spread logic: constraints, default selectors, node inclusion, and the Filter/Score maths.
+
+A constraint c is (maxSkew, topologyKey, selector, minDomains (nil → 1), nodeAffinityPolicy (nil → Honor),
+nodeTaintsPolicy (nil → Ignore)); selector = labelSelector AND `k = pod.labels[k]` for each matchLabelKeys key
+the pod has (a nil labelSelector stays "match nothing"). Pods are counted when they are in the incoming pod's
+namespace, not terminating, and match the selector; a `{}` selector counts nothing (kube's
+countPodsMatchSelector) although it still matches the pod itself.
+
+Vectorised: per constraint, a node mask of eligible nodes and, per value id of `label_column(key)`, a count.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from kplace.models.index import HOSTNAME, ClusterIndex, PodInfo
+from kplace.models.k8s import LabelSelector, LabelSelectorRequirement, TopologySpreadConstraint
+from kplace.models.selectors import Selector, node_term_matches
+from kplace.models.tolerations import tolerated_by_any
+
+from ...framework.state import ClusterState
+
+CACHE_KEY = "PodTopologySpread"
+ZONE = "topology.kubernetes.io/zone"
+SYSTEM_DEFAULT_CONSTRAINTS = [
+    TopologySpreadConstraint(topology_key=HOSTNAME, when_unsatisfiable="ScheduleAnyway", max_skew=3),
+    TopologySpreadConstraint(topology_key=ZONE, when_unsatisfiable="ScheduleAnyway", max_skew=5),
+]
+MAX_INT32 = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    max_skew: int
+    key: str
+    selector: Selector
+    min_domains: int = 1
+    honor_affinity: bool = True
+    honor_taints: bool = False
+
+
+def compile_constraints(
+    raw: list[TopologySpreadConstraint], pod_labels: dict[str, str], action: str
+) -> list[Constraint]:
+    """kube's filterTopologySpreadConstraints: the constraints with `whenUnsatisfiable == action`."""
+    out = []
+    for c in raw:
+        if c.when_unsatisfiable != action:
+            continue
+        extra = {k: pod_labels[k] for k in c.match_label_keys if k in pod_labels}
+        out.append(
+            Constraint(
+                max_skew=c.max_skew,
+                key=c.topology_key,
+                selector=Selector(c.label_selector, extra if c.label_selector is not None else None),
+                min_domains=c.min_domains if c.min_domains is not None else 1,
+                honor_affinity=(c.node_affinity_policy or "Honor") == "Honor",
+                honor_taints=(c.node_taints_policy or "Ignore") == "Honor",
+            )
+        )
+    return out
+
+
+# --- default constraints ----------------------------------------------------------------------------
+
+
+def _requirements(sel: LabelSelector | None) -> list[LabelSelectorRequirement]:
+    """A LabelSelector's requirements (matchLabels as `In`); none for nil, as labels.Nothing() has none."""
+    if sel is None:
+        return []
+    reqs = [LabelSelectorRequirement(key=k, operator="In", values=[v]) for k, v in sel.match_labels.items()]
+    return reqs + list(sel.match_expressions)
+
+
+def default_selector(index: ClusterIndex, pod: PodInfo) -> Selector:
+    """helper.DefaultSelector: the union (AND) of the selectors of the Services in the pod's namespace whose
+    non-empty selector matches the pod, and of the pod's controller if it is a ReplicationController (v1),
+    ReplicaSet or StatefulSet (apps/v1) found by name in the pod's namespace.
+
+    A Deployment's pods name a ReplicaSet `<deployment>-<pod-template-hash>` that a state file may not hold;
+    that ReplicaSet is then taken as the Deployment's selector plus `pod-template-hash`, which is what the
+    deployment controller would have created. Cached per pod in `index.cache`.
+    """
+    cache = index.cache.setdefault(CACHE_KEY, {}).setdefault("default_selector", {})
+    hit = cache.get(pod.idx)
+    if hit is not None:
+        return hit
+    snap = index.snapshot
+    ns = pod.namespace
+    labels: dict[str, str] = {}
+    for svc in snap.services:
+        sel = svc.spec.selector
+        if svc.metadata.namespace == ns and sel and all(pod.labels.get(k) == v for k, v in sel.items()):
+            labels.update(sel)
+    reqs: list[LabelSelectorRequirement] = []
+    owner = next((o for o in pod.pod.metadata.owner_references if o.controller), None)
+    if owner is not None:
+        kind = {("v1", "ReplicationController"), ("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")}
+        if (owner.api_version, owner.kind) in kind:
+            wl = next(
+                (w for w in snap.workloads
+                 if w.kind == owner.kind and w.metadata.namespace == ns and w.metadata.name == owner.name),
+                None,
+            )
+            if wl is not None and owner.kind == "ReplicationController":
+                # An RC's selector is a plain map; the API server defaults an empty one to the template labels.
+                rc_sel = (wl.spec.selector.match_labels if wl.spec.selector else {}) or wl.spec.template.metadata.labels
+                labels.update(rc_sel)
+            elif wl is not None:
+                reqs = _requirements(wl.spec.selector)
+            elif owner.kind == "ReplicaSet" and "pod-template-hash" in pod.labels:
+                h = pod.labels["pod-template-hash"]
+                deps = (w for w in snap.workloads if w.kind == "Deployment" and w.metadata.namespace == ns)
+                dep = next((w for w in deps if f"{w.metadata.name}-{h}" == owner.name), None)
+                if dep is not None:
+                    reqs = [*_requirements(dep.spec.selector),
+                            LabelSelectorRequirement(key="pod-template-hash", operator="In", values=[h])]
+    hit = cache[pod.idx] = Selector(LabelSelector(match_labels=labels, match_expressions=reqs))
+    return hit
+
+
+def pod_constraints(
+    index: ClusterIndex, pod: PodInfo, action: str, defaults: list[TopologySpreadConstraint]
+) -> list[Constraint]:
+    """kube's getConstraints / initPreScoreState: the pod's own constraints of kind `action`; when it declares
+    none at all, the default constraints of that kind with the pod's default selector (none if it is empty)."""
+    if pod.spread_constraints:
+        return compile_constraints(pod.spread_constraints, pod.labels, action)
+    constraints = compile_constraints(defaults, pod.labels, action)
+    if not constraints:
+        return []
+    sel = default_selector(index, pod)
+    if sel.empty:
+        return []
+    return [Constraint(c.max_skew, c.key, sel, c.min_domains, c.honor_affinity, c.honor_taints) for c in constraints]
+
+
+# --- node inclusion ---------------------------------------------------------------------------------
+
+
+def node_affinity_mask(index: ClusterIndex, pod: PodInfo) -> np.ndarray:
+    """Per node: the pod's nodeSelector and required node affinity match (kube's RequiredNodeAffinity)."""
+    spec = pod.pod.spec
+    na = spec.affinity.node_affinity if spec.affinity else None
+    req = na.required_during_scheduling_ignored_during_execution if na else None
+    if not spec.node_selector and req is None:
+        return np.ones(len(index.nodes), dtype=bool)
+    key = (tuple(sorted(spec.node_selector.items())), req.model_dump_json() if req is not None else None)
+    cache = index.cache.setdefault(CACHE_KEY, {}).setdefault("affinity", {})
+    hit = cache.get(key)
+    if hit is None:
+        sel = spec.node_selector
+        hit = np.array(
+            [
+                all(labels.get(k) == v for k, v in sel.items())
+                and (req is None or any(node_term_matches(t, labels, name) for t in req.node_selector_terms))
+                for labels, name in zip(index.node_labels, index.node_names, strict=True)
+            ],
+            dtype=bool,
+        )
+        cache[key] = hit
+    return hit
+
+
+def taints_mask(index: ClusterIndex, pod: PodInfo) -> np.ndarray:
+    """Per node: every NoSchedule/NoExecute taint is tolerated by the pod."""
+    cache = index.cache.setdefault(CACHE_KEY, {})
+    groups = cache.get("taint_groups")
+    if groups is None:
+        ids: dict[tuple, int] = {}
+        of_node = np.empty(len(index.nodes), dtype=np.int64)
+        taints = []
+        for i, ts in enumerate(index.node_taints):
+            hard = tuple(t for t in ts if t.effect in ("NoSchedule", "NoExecute"))
+            k = tuple((t.key, t.value, t.effect) for t in hard)
+            if k not in ids:
+                ids[k] = len(taints)
+                taints.append(hard)
+            of_node[i] = ids[k]
+        groups = cache["taint_groups"] = (of_node, taints)
+    of_node, taints = groups
+    key = tuple(t.model_dump_json() for t in pod.tolerations)
+    masks = cache.setdefault("taints", {})
+    hit = masks.get(key)
+    if hit is None:
+        ok = np.array([all(tolerated_by_any(pod.tolerations, t) for t in ts) for ts in taints], dtype=bool)
+        hit = masks[key] = ok[of_node]
+    return hit
+
+
+def has_all_keys(index: ClusterIndex, constraints: list[Constraint]) -> np.ndarray:
+    """Per node: it carries every constraint's topology key."""
+    mask = np.ones(len(index.nodes), dtype=bool)
+    for c in constraints:
+        mask &= index.label_column(c.key)[0] >= 0
+    return mask
+
+
+def included(index: ClusterIndex, pod: PodInfo, c: Constraint, base: np.ndarray) -> np.ndarray:
+    """`base` restricted by the constraint's node inclusion policies."""
+    mask = base
+    if c.honor_affinity:
+        mask = mask & node_affinity_mask(index, pod)
+    if c.honor_taints:
+        mask = mask & taints_mask(index, pod)
+    return mask
+
+
+def matching_per_node(state: ClusterState, pod: PodInfo, c: Constraint) -> np.ndarray:
+    """Per node: pods in the pod's namespace, not terminating, matching c's selector (0 for a `{}` selector)."""
+    if c.selector.empty or c.selector.nothing:
+        return np.zeros(state.n_nodes, dtype=np.int64)
+    return state.matching_counts(frozenset([pod.namespace]), c.selector, include_terminating=False)
+
+
+# --- Filter (DoNotSchedule) -------------------------------------------------------------------------
+
+
+@dataclass
+class FilterConstraint:
+    constraint: Constraint
+    counts: np.ndarray  # per value id: matching pods on eligible nodes
+    min_match: int  # globalMin, or 0 with fewer domains than minDomains
+    self_match: int
+
+
+def filter_state(state: ClusterState, pod: PodInfo, constraints: list[Constraint]) -> list[FilterConstraint]:
+    """PreFilter: per constraint c, count[v] over eligible nodes (all constraints' keys present and c's
+    inclusion policies pass) with value v; a domain exists once an eligible node has it, even at 0;
+    globalMin = min over domains (0 if #domains < minDomains)."""
+    index = state.index
+    base = has_all_keys(index, constraints)
+    out = []
+    for c in constraints:
+        ids, values = index.label_column(c.key)
+        eligible = included(index, pod, c, base)
+        dom_ids = ids[eligible]
+        present = np.bincount(dom_ids, minlength=len(values)) > 0
+        counts = np.bincount(dom_ids, weights=matching_per_node(state, pod, c)[eligible], minlength=len(values))
+        counts = counts.astype(np.int64)
+        n_domains = int(present.sum())
+        min_match = int(counts[present].min()) if n_domains else MAX_INT32
+        if n_domains < c.min_domains:
+            min_match = 0
+        out.append(FilterConstraint(c, counts, min_match, int(c.selector.matches(pod.labels))))
+    return out
+
+
+def filter_codes(index: ClusterIndex, fcs: list[FilterConstraint], nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per node, constraints in order, the first failure decides: key missing → UU (2); skew =
+    count[n[key]] + selfMatch − globalMin > maxSkew → U (1). Returns (code, decided-by-missing-label mask)."""
+    code = np.zeros(len(nodes), dtype=np.int8)
+    open_ = np.ones(len(nodes), dtype=bool)
+    for fc in fcs:
+        ids = index.label_column(fc.constraint.key)[0][nodes]
+        missing = open_ & (ids < 0)
+        code[missing] = 2
+        open_ &= ~missing
+        skew = fc.counts[np.where(ids >= 0, ids, 0)] + fc.self_match - fc.min_match
+        bad = open_ & (skew > fc.constraint.max_skew)
+        code[bad] = 1
+        open_ &= ~bad
+    return code, code == 2
+
+
+# --- Score (ScheduleAnyway) -------------------------------------------------------------------------
+
+
+@dataclass
+class ScoreState:
+    constraints: list[Constraint]
+    require_all: bool
+    ignored: np.ndarray  # per scored node
+    raw: np.ndarray  # per scored node
+
+
+def score_state(
+    state: ClusterState, pod: PodInfo, constraints: list[Constraint], require_all: bool, nodes: np.ndarray
+) -> ScoreState:
+    """PreScore + Score over the feasible `nodes`.
+
+    - ignored: feasible nodes missing any constraint key (only when require_all);
+    - per non-hostname constraint c: domains = values among non-ignored feasible nodes (a node without the key
+      is the value "" when not require_all); size_c = #domains, or #feasible − #ignored for hostname;
+      w_c = ln(size_c + 2);
+    - count_c[v] sums, over all nodes passing key presence (require_all) and c's inclusion policies, the
+      matching pods, for domains seen among feasible nodes; for hostname it is the node's own pods;
+    - raw(n) = round(Σ over c whose key n has of count·w_c + (maxSkew_c − 1)), half away from zero.
+    """
+    index = state.index
+    n_all = len(index.nodes)
+    all_keys = has_all_keys(index, constraints)
+    ignored = ~all_keys[nodes] if require_all else np.zeros(len(nodes), dtype=bool)
+    kept = nodes[~ignored]
+    total = np.zeros(len(nodes), dtype=np.float64)
+    for c in constraints:
+        ids, values = index.label_column(c.key)
+        per_node = matching_per_node(state, pod, c)
+        node_ids = ids[nodes]
+        if c.key == HOSTNAME:
+            weight = math.log(len(kept) + 2)
+            cnt = per_node[nodes]
+        else:
+            # A node without the key is the "" domain (kube reads the missing label as "").
+            blank = values.index("") if "" in values else len(values)
+            dom = np.where(ids >= 0, ids, blank)
+            seen = np.zeros(len(values) + 1, dtype=bool)
+            seen[dom[kept]] = True
+            weight = math.log(int(seen.sum()) + 2)
+            contrib = included(index, pod, c, all_keys if require_all else np.ones(n_all, dtype=bool))
+            counts = np.bincount(dom[contrib], weights=per_node[contrib], minlength=len(values) + 1)
+            cnt = np.where(seen[dom[nodes]], counts[dom[nodes]], 0).astype(np.int64)
+        has = node_ids >= 0
+        total = np.where(has, total + (cnt.astype(np.float64) * weight + float(c.max_skew - 1)), total)
+    floor = np.floor(total)
+    raw = np.where(total - floor >= 0.5, floor + 1, floor).astype(np.int64)  # Go's math.Round
+    raw[ignored] = 0
+    return ScoreState(constraints, require_all, ignored, raw)
+
+
+def normalize_spread(raw: np.ndarray, ignored: np.ndarray) -> np.ndarray:
+    """Ignored nodes → 0; max = max(0, raw over the others), min = their min; max = 0 → 100 everywhere;
+    else 100·(max + min − raw) // max."""
+    raw = np.asarray(raw, dtype=np.int64)
+    out = np.zeros(len(raw), dtype=np.int64)
+    keep = ~ignored
+    if not keep.any():
+        return out
+    hi = max(0, int(raw[keep].max()))
+    lo = int(raw[keep].min())
+    if hi == 0:
+        out[keep] = 100
+        return out
+    out[keep] = 100 * (hi + lo - raw[keep]) // hi
+    return out
