@@ -24,7 +24,7 @@ from kplace.models.requests import pod_requests
 from kplace.models.selectors import node_term_matches
 from kplace.models.snapshot import ClusterSnapshot, finalize
 from kplace.models.tolerations import tolerated_by_any
-from kplace.models.workloads import expand_workloads
+from kplace.models.workloads import expand_workloads, pinned_node
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
@@ -136,17 +136,6 @@ def bind_first_fit(snapshot: ClusterSnapshot, pods: list[Pod]) -> None:
                 break
 
 
-def _pinned_node(pod: Pod) -> str | None:
-    """The node a DaemonSet pod is pinned to (matchFields metadata.name In [node])."""
-    na = pod.spec.affinity.node_affinity if pod.spec.affinity else None
-    req = na.required_during_scheduling_ignored_during_execution if na else None
-    for term in req.node_selector_terms if req else []:
-        for f in term.match_fields:
-            if f.key == "metadata.name" and f.operator == "In" and len(f.values) == 1:
-                return f.values[0]
-    return None
-
-
 def _pdb(name: str, ns: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": ns},
             "spec": {"selector": {"matchLabels": labels}, **spec}}
@@ -182,7 +171,7 @@ def demo_cluster(data: Path) -> dict[str, Any]:
     running = _snapshot([*classes, *cluster])
     pods_before = {id(p) for p in running.pods}
     for p in running.pods:
-        node = _pinned_node(p)
+        node = pinned_node(p)
         if node and not p.spec.node_name:
             p.spec.node_name, p.status.phase = node, "Running"
     bind_first_fit(running, [p for p in running.pods if not p.spec.node_name])

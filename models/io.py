@@ -206,7 +206,7 @@ def _input_error(exc: ValidationError, source: str, ref: str) -> InputError:
             path += ("." if path else "") + str(part)
     typ, value = err["type"], err.get("input")
     if typ == "literal_error":
-        expected = err.get("ctx", {}).get("expected", "").replace("'", "")
+        expected = err.get("ctx", {}).get("expected", "")
         msg = f"{value!r} is not one of {expected}"
     elif typ == "missing":
         msg = "is required"

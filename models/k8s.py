@@ -189,7 +189,7 @@ class ResourceRequirements(K8s):
 class ContainerPort(K8s):
     container_port: int = 0
     host_port: int = 0
-    host_ip: str = ""
+    host_ip: str = Field(default="", alias="hostIP")
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
 
 

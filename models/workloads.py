@@ -86,14 +86,31 @@ def _existing(w: Workload, pods: list[Pod]) -> list[Pod]:
     ns = w.metadata.namespace
     sel = w.spec.selector
     out = []
+    name = w.metadata.name
     for p in pods:
         if p.metadata.namespace != ns or p.metadata.deletion_timestamp is not None:
             continue
-        owned = any(o.kind in (w.kind, "ReplicaSet") and o.name.startswith(w.metadata.name)
-                    for o in p.metadata.owner_references)
-        if owned or (sel is not None and selector_matches(sel, p.metadata.labels)):
-            out.append(p)
+        controllers = [o for o in p.metadata.owner_references if o.controller] or p.metadata.owner_references
+        if controllers:
+            # Owned: by this controller, or (for a Deployment) by one of its `<name>-<hash>` ReplicaSets.
+            if any((o.kind == w.kind and o.name == name)
+                   or (w.kind == "Deployment" and o.kind == "ReplicaSet" and o.name.rsplit("-", 1)[0] == name)
+                   for o in controllers):
+                out.append(p)
+        elif sel is not None and selector_matches(sel, p.metadata.labels):
+            out.append(p)  # an orphan the controller would adopt
     return out
+
+
+def pinned_node(pod: Pod) -> str:
+    """The node a DaemonSet pod is pinned to by a `metadata.name In [node]` matchFields term, else ''."""
+    na = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+    req = na.required_during_scheduling_ignored_during_execution if na else None
+    for term in req.node_selector_terms if req else []:
+        for f in term.match_fields:
+            if f.key == "metadata.name" and f.operator == "In" and len(f.values) == 1:
+                return f.values[0]
+    return ""
 
 
 def _daemon_node_ok(w: Workload, labels: dict[str, str], name: str, taints: list[Taint],
@@ -136,7 +153,7 @@ def expand_workloads(snapshot, sources: dict[int, str]) -> None:
             tolerations = list(w.spec.template.spec.tolerations) + _DS_TOLERATIONS
             if w.spec.template.spec.host_network:
                 tolerations.append(_DS_HOSTNET_TOLERATION)
-            have = {p.spec.node_name for p in existing}
+            have = {p.spec.node_name or pinned_node(p) for p in existing}
             for node in snapshot.nodes:
                 nname = node.metadata.name
                 if nname in have or not _daemon_node_ok(
