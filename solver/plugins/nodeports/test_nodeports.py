@@ -60,14 +60,21 @@ def test_conflicts(name, used, wanted, want):
     assert conflicts(Counter(used), wanted) is want
 
 
-@pytest.mark.xfail(strict=True, reason="models.k8s.ContainerPort aliases host_ip as 'hostIp'; the API field is "
-                   "'hostIP', so wire host IPs are dropped (reported to the models owner)")
-def test_wire_host_ip_is_read():
-    state = build_state(node("n1"), with_ports("bound", [port(8080, "127.0.0.1")], node_name="n1"),
-                        with_ports("p", [port(8080, "127.0.0.2")]))
+WIRE = [
+    ("Host IPs from the wire (hostIP) are read: different IPs do not conflict.", "127.0.0.1", "127.0.0.2",
+     Code.SUCCESS),
+    ("Host IPs from the wire: the same IP conflicts.", "127.0.0.1", "127.0.0.1", U),
+    ("Host IPs from the wire: a wanted 0.0.0.0 conflicts with a specific IP in use.", "10.0.0.1", "0.0.0.0", U),
+]
+
+
+@pytest.mark.parametrize(("name", "used_ip", "wanted_ip", "want"), WIRE, ids=[c[0] for c in WIRE])
+def test_wire_host_ip(name, used_ip, wanted_ip, want):
+    state = build_state(node("n1"), with_ports("bound", [port(8080, used_ip)], node_name="n1"),
+                        with_ports("p", [port(8080, wanted_ip)]))
     p = next(pi for pi in state.index.pods if pi.pending)
-    assert p.host_ports == [("127.0.0.2", "TCP", 8080)]
-    assert Code(NodePorts().filter(state, p, CycleState(), np.array([0])).code[0]) == Code.SUCCESS
+    assert p.host_ports == [(wanted_ip, "TCP", 8080)]
+    assert Code(NodePorts().filter(state, p, CycleState(), np.array([0])).code[0]) == want
 
 
 def test_sidecar_init_container_ports_are_wanted_and_used():
