@@ -28,8 +28,8 @@ def normalized_image_name(name: str) -> str:
     return name + ":latest" if name.rfind(":") <= name.rfind("/") else name
 
 
-def image_table(index: ClusterIndex) -> dict[str, tuple[int, np.ndarray]]:
-    """Reported image name → (size in bytes, bool mask of the nodes that report it)."""
+def image_table(index: ClusterIndex) -> dict[str, tuple[int, np.ndarray, int]]:
+    """Reported image name → (size in bytes, bool mask of the nodes that report it, number of such nodes)."""
     hit = index.cache.get(CACHE_KEY)
     if hit is None:
         sizes: dict[str, int] = {}
@@ -45,7 +45,7 @@ def image_table(index: ClusterIndex) -> dict[str, tuple[int, np.ndarray]]:
         for name, ids in holders.items():
             mask = np.zeros(len(index.nodes), dtype=bool)
             mask[ids] = True
-            hit[name] = (sizes[name], mask)
+            hit[name] = (sizes[name], mask, len(ids))
         index.cache[CACHE_KEY] = hit
     return hit  # type: ignore[return-value]
 
@@ -59,8 +59,8 @@ def sum_image_scores(index: ClusterIndex, images: list[str], nodes: np.ndarray) 
         entry = table.get(normalized_image_name(image))
         if entry is None:
             continue
-        size, mask = entry
-        scaled = int(float(size) * (float(int(mask.sum())) / float(total)))
+        size, mask, holders = entry
+        scaled = int(float(size) * (float(holders) / float(total)))
         out += np.where(mask[nodes], scaled, 0)
     return out
 
