@@ -99,8 +99,17 @@ def _load(state: tuple[str, ...], config_path: str | None):
 
 @main.command()
 @STATE_ARG
-@click.option("--engine", type=click.Choice(["cpsat", "greedy"]), default="greedy", show_default=True,
-              help="greedy reproduces kube-scheduler; cpsat decides a window of pods at once.")
+@click.option("--engine", type=click.Choice(["cpsat", "greedy"]), default="cpsat", show_default=True,
+              help="cpsat decides a window of pods at once; greedy reproduces kube-scheduler.")
+@click.option("--window", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Pods per CP-SAT window, in queue order; earlier windows are fixed for later ones.")
+@click.option("--time-limit", type=click.FloatRange(min=0.05), default=10.0, show_default=True,
+              help="Seconds for the whole CP-SAT run (split over windows).")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
+@click.option("--objective", type=click.Choice(["default", "pack", "balance"]), default="default",
+              show_default=True, help="After pods placed: the profile's scores, fewest nodes, or lowest peak.")
+@click.option("--deterministic/--wall-clock", default=True, show_default=True,
+              help="Deterministic search (same seed, same plan) or wall-clock limits with a parallel portfolio.")
 @CONFIG_OPT
 @click.option("--tie-break", type=click.Choice(["order", "random"]), default="order", show_default=True,
               help="order: kube 1.35's heap order (deterministic); random: uniform among top nodes, seeded.")
@@ -108,13 +117,15 @@ def _load(state: tuple[str, ...], config_path: str | None):
 @OUTPUT_OPT
 @click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Also write the JSON plan to this file (atomically).")
-def schedule(state, engine, config_path, tie_break, seed, output, out_file):
+def schedule(state, engine, window, time_limit, workers, objective, deterministic, config_path, tie_break, seed,
+             output, out_file):
     """Place every pending pod and report each pod's node, or kube's reason why not.
 
     \b
     Examples:
-      kplace schedule state.json --engine greedy
-      kplace schedule state.json --config sched.yaml --output json -o plan.json
+      kplace schedule state.json
+      kplace schedule state.json --engine greedy --config sched.yaml
+      kplace schedule state.json --window 500 --time-limit 30 --objective pack --output json -o plan.json
     """
     from .greedy import schedule_greedy
     from .output import dumps, write_atomic, write_json
@@ -122,10 +133,13 @@ def schedule(state, engine, config_path, tie_break, seed, output, out_file):
 
     index, config = _load(state, config_path)
     if engine == "cpsat":
-        from kplace.models.errors import NotImplementedFeature
+        from .cpsat import CpsatOptions, schedule_cpsat
 
-        raise NotImplementedFeature("the cpsat engine is not implemented yet; use --engine greedy")
-    plan = schedule_greedy(index, config, tie_break=tie_break, seed=seed)
+        opts = CpsatOptions(window=window, time_limit=time_limit, workers=workers, seed=seed, objective=objective,
+                            deterministic=deterministic, tie_break=tie_break)
+        plan = schedule_cpsat(index, config, opts)
+    else:
+        plan = schedule_greedy(index, config, tie_break=tie_break, seed=seed)
     data = plan.to_dict()
     if out_file:
         write_atomic(out_file, dumps(data))

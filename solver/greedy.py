@@ -94,6 +94,7 @@ class GreedyScheduler:
         tie_break: str = "order",
         seed: int = 0,
         state: ClusterState | None = None,
+        preemption: bool = True,
     ) -> None:
         if tie_break not in ("order", "random"):
             raise ValueError(f"tie_break must be 'order' or 'random', got {tie_break!r}")
@@ -101,6 +102,7 @@ class GreedyScheduler:
         self.config = config or default_config()
         self.state = state or ClusterState(index)
         self.tie_break = tie_break
+        self.preemption = preemption
         self.rng = np.random.default_rng(seed)
         self.next_start = 0
         self.n_nodes = len(index.nodes)
@@ -204,7 +206,7 @@ class GreedyScheduler:
     def _post_filter(
         self, profile: Profile, pod: PodInfo, msg: str, outcome: FilterOutcome | None, absent_reason: str
     ) -> Attempt:
-        if not profile.preemption:
+        if not (profile.preemption and self.preemption):
             return Attempt(None, msg)
         from .plugins.defaultpreemption import preempt
 

@@ -1,0 +1,212 @@
+"""Hard constraints: kube-scheduler's cross-pod predicates over the final state of a window.
+
+Capacity, for every node n and resource r a group requests:      Σ_g req[g, r] · y[g, n] ≤ free[n, r]
+Pod slots:                                                        Σ_g y[g, n] ≤ maxPods[n] − pods[n]
+Host ports, per node and (protocol, port): wildcard users W, users of a specific IP S_ip:
+                                                                  Σ_W y + Σ_{S_ip} y ≤ 1 for every ip
+Required anti-affinity (term of g, key K, matching group h), per value v of K:
+    h = g:  Y[g, v] ≤ 1;   h ≠ g:  Y[g, v] ≤ |g|·b_v,  Y[h, v] ≤ |h|·(1 − b_v)   (never together)
+  On the hostname key, groups that pairwise exclude each other and are themselves one-per-node form a
+  graph; each maximal clique C gives Σ_{g∈C} y[g, n] ≤ 1 (networkx `find_cliques`).
+Required affinity (terms T of g; H = groups matching all of T; F = bound matching pods), per term and value v
+  with F[v] = 0:   Σ_{h∈H} Y[h, v] ≥ (1 + [g∈H]) · a[g, v] − (1 + [g∈H]) · solo_g
+  where a[g, v] ⇐ Y[g, v] > 0, and solo_g (only when no bound pod matches anywhere and g matches its own
+  terms: kube's first-pod rule) forces Σ_{h∈H} placed[h] ≤ 1.
+DoNotSchedule spread (constraint c of g; counts over eligible nodes, same namespace, matching c's selector):
+  C_v = F_v + Σ_{h matching} Y[h, v];  m ≤ C_v for every domain v (m = 0 with fewer domains than minDomains);
+  a[g, v] ⇒ C_v − m ≤ maxSkew.
+These are the final-state forms of kube's sequential checks: for a group of identical pods, a final state
+satisfies them exactly when some order of placing the pods passes kube's filter at every step.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import networkx as nx
+import numpy as np
+from kplace.models.index import HOSTNAME
+
+from ..plugins.interpodaffinity.terms import affinity_counts, pod_terms, resolve_namespaces
+from .groups import PodGroup
+from .variables import Variables
+
+
+def _term_matches(index, term, pod) -> bool:
+    ns = resolve_namespaces(index, term)
+    return (ns is None or pod.namespace in ns) and term.selector.matches(pod.labels)
+
+
+def rule_edges(index, groups: list[PodGroup]) -> set[tuple[int, int]]:
+    """Pairs of groups a hard rule ties: (anti-)affinity terms that match, DoNotSchedule spread selectors."""
+    from ..plugins.podtopologyspread.spread import compile_constraints
+
+    edges: set[tuple[int, int]] = set()
+    for g in groups:
+        terms = pod_terms(index, g.rep)
+        for t in (*terms.required_anti, *terms.required_affinity):
+            edges.update((g.gid, h.gid) for h in groups if h is not g and _term_matches(index, t, h.rep))
+        for c in compile_constraints(g.rep.spread_constraints, g.rep.labels, "DoNotSchedule"):
+            edges.update((g.gid, h.gid) for h in groups
+                         if h is not g and h.rep.namespace == g.rep.namespace and c.selector.matches(h.rep.labels))
+    return edges
+
+
+def add_capacity(v: Variables) -> None:
+    state, index = v.state, v.state.index
+    for n, entries in v.by_node.items():
+        free = index.alloc[n] - state.requested[n]
+        for r in range(len(index.resources)):
+            terms, worst = [], 0
+            for g, var in entries:
+                c = int(index.pod_req[g.rep.idx, r])
+                if c > 0:
+                    terms.append(c * var)
+                    worst += c * v.ub[g.gid][n]
+            if worst > free[r]:  # only when the bounds alone do not already guarantee it
+                v.model.Add(sum(terms) <= int(free[r]))
+        slots = int(index.max_pods[n] - state.pod_count[n])
+        if sum(v.ub[g.gid][n] for g, _ in entries) > slots:
+            v.model.Add(sum(var for _, var in entries) <= slots)
+
+
+def add_host_ports(v: Variables, groups: list[PodGroup]) -> None:
+    for g in groups:
+        if g.rep.host_ports:
+            v.cap_per_node(g.gid, 1)
+    for entries in v.by_node.values():
+        users: dict[tuple[str, int], dict[str, list]] = defaultdict(lambda: defaultdict(list))
+        for g, var in entries:
+            for ip, proto, port in set(g.rep.host_ports):
+                users[(proto, port)][ip].append(var)
+        for by_ip in users.values():
+            wild = by_ip.get("0.0.0.0", [])
+            specific = [ip for ip in by_ip if ip != "0.0.0.0"]
+            if not specific and len(wild) > 1:
+                v.model.Add(sum(wild) <= 1)
+            for ip in specific:
+                if len(wild) + len(by_ip[ip]) > 1:
+                    v.model.Add(sum(wild) + sum(by_ip[ip]) <= 1)
+
+
+def anti_affinity_pairs(index, groups: list[PodGroup]) -> set[tuple[int, int, str]]:
+    """(g, h, key) with g ≤ h such that g's required anti-affinity term on `key` matches h, or h's matches g."""
+    pairs: set[tuple[int, int, str]] = set()
+    for g in groups:
+        for t in pod_terms(index, g.rep).required_anti:
+            for h in groups:
+                if _term_matches(index, t, h.rep):
+                    a, b = sorted((g.gid, h.gid))
+                    pairs.add((a, b, t.topology_key))
+    return pairs
+
+
+def add_anti_affinity(v: Variables, groups: list[PodGroup]) -> int:
+    """Returns the number of hostname cliques used as cuts."""
+    pairs = anti_affinity_pairs(v.state.index, groups)
+    for a, b, key in pairs:
+        if a == b:
+            if key == HOSTNAME:
+                v.cap_per_node(a, 1)
+            else:
+                for val, terms in v.domains(a, key).items():
+                    if v.domain_ub(a, key, val) > 1:
+                        v.model.Add(sum(terms) <= 1)
+    one_per_node = {g.gid for g in groups if all(u <= 1 for u in v.ub[g.gid].values())}
+    graph = nx.Graph()
+    cliques = 0
+    for a, b, key in pairs:
+        if a == b:
+            continue
+        if key == HOSTNAME and a in one_per_node and b in one_per_node:
+            graph.add_edge(a, b)
+            continue
+        da, db = v.domains(a, key), v.domains(b, key)
+        for val in set(da) & set(db):
+            lit = v.model.NewBoolVar(f"anti_{a}_{b}_{val}")
+            v.model.Add(sum(da[val]) <= v.domain_ub(a, key, val) * lit)
+            v.model.Add(sum(db[val]) <= v.domain_ub(b, key, val) * (1 - lit))
+            v.aux_hints.append((lit, lambda c, a=a, key=key, val=val: int(v.hinted_domain(c, a, key, val) > 0)))
+    for clique in nx.find_cliques(graph):
+        cliques += 1
+        nodes = set().union(*(v.y[g].keys() for g in clique))
+        for n in nodes:
+            terms = [v.y[g][n] for g in clique if n in v.y[g]]
+            if len(terms) > 1:
+                v.model.Add(sum(terms) <= 1)
+    return cliques
+
+
+def add_affinity(v: Variables, groups: list[PodGroup]) -> None:
+    index, state = v.state.index, v.state
+    for g in groups:
+        terms = pod_terms(index, g.rep).required_affinity
+        if not terms or not v.y[g.gid]:
+            continue
+        matching = [h for h in groups if all(_term_matches(index, t, h.rep) for t in terms)]
+        self_match = int(any(h.gid == g.gid for h in matching))
+        fixed = affinity_counts(state, terms)
+        fixed_any = any(int(arr.sum()) > 0 for arr in fixed.values())
+        solo = None
+        if not fixed_any and self_match:
+            solo = v.model.NewBoolVar(f"solo_{g.gid}")
+            total = sum(v.placed[h.gid] for h in matching)
+            v.model.Add(total <= 1).OnlyEnforceIf(solo)
+            v.aux_hints.append((solo, lambda c, hs=matching: int(sum(sum(c.get(h.gid, {}).values())
+                                                                     for h in hs) <= 1)))
+        need = 1 + self_match
+        for t in terms:
+            key = t.topology_key
+            fixed_at = fixed.get(key)
+            for val in v.domains(g.gid, key):
+                if fixed_at is not None and fixed_at[val] > 0:
+                    continue
+                a = v.presence(g.gid, key, val)
+                support = [var for h in matching for var in v.domains(h.gid, key).get(val, [])]
+                if solo is None:
+                    v.model.Add(sum(support) >= need * a) if support else v.model.Add(a == 0)
+                else:
+                    v.model.Add(sum(support) >= need * a - need * solo)
+
+
+def add_spread(v: Variables, groups: list[PodGroup], defaults) -> None:
+    from ..plugins.podtopologyspread.spread import has_all_keys, included, matching_per_node, pod_constraints
+
+    index, state = v.state.index, v.state
+    for g in groups:
+        constraints = pod_constraints(index, g.rep, "DoNotSchedule", defaults)
+        if not constraints or not v.y[g.gid]:
+            continue
+        base = has_all_keys(index, constraints)
+        for k, c in enumerate(constraints):
+            ids, values = index.label_column(c.key)
+            eligible = included(index, g.rep, c, base)
+            present = np.flatnonzero(np.bincount(ids[eligible], minlength=len(values)) > 0)
+            fixed = np.bincount(ids[eligible], weights=matching_per_node(state, g.rep, c)[eligible],
+                                minlength=len(values)).astype(np.int64)
+            members = [h for h in groups if h.rep.namespace == g.rep.namespace and c.selector.matches(h.rep.labels)]
+            count: dict[int, list] = defaultdict(list)
+            for h in members:
+                for n, var in v.y[h.gid].items():
+                    if eligible[n] and ids[n] >= 0:
+                        count[int(ids[n])].append(var)
+            window_total = sum(h.size for h in members)
+            if len(present) < c.min_domains:
+                m = 0
+            else:
+                m = v.model.NewIntVar(0, int(fixed[present].min()) + window_total, f"min_{g.gid}_{k}")
+                for val in present.tolist():
+                    v.model.Add(m <= int(fixed[val]) + sum(count.get(val, [])))
+
+                def hint_min(cnt, members=members, present=present, fixed=fixed, ids=ids, eligible=eligible):
+                    tot = fixed.copy()
+                    for h in members:
+                        for n, c_ in cnt.get(h.gid, {}).items():
+                            if n in v.y[h.gid] and eligible[n] and ids[n] >= 0:
+                                tot[ids[n]] += c_
+                    return int(tot[present].min())
+
+                v.aux_hints.append((m, hint_min))
+            for val in v.domains(g.gid, c.key):
+                a = v.presence(g.gid, c.key, val)
+                v.model.Add(int(fixed[val]) + sum(count.get(val, [])) - m <= c.max_skew).OnlyEnforceIf(a)

@@ -1,0 +1,93 @@
+"""Each group's domain (the nodes it may use) and its static objective coefficients.
+
+Domain: the nodes where the group's representative pod passes every *node-local* filter against the
+window's starting state (unschedulable, node name, taints, node affinity, ports and resource fit against
+the pods already there), minus the nodes where cross-pod rules already fail because of pods that will not
+move: required anti-affinity against bound pods, bound pods' anti-affinity (symmetry), a missing topology
+key for required affinity or DoNotSchedule spread. Everything a *window* pod could change stays in the model.
+
+Coefficient c[g, n] = Σ_p weight_p · normalize_p(score_p(rep_g, n)), kube's weighted total for the group's
+first pod on node n at the window's starting state, normalised over the group's domain (kube normalises
+over the nodes it sampled). State-dependent scores are thus taken at the window's start: a first-order
+form of the final state's score, exact for a window of one pod.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..framework.config import Profile
+from ..framework.plugin import Code, CycleState
+from ..framework.runtime import count_reasons, fit_error_message, run_filters, run_pre_filter, run_scores
+from ..framework.state import ClusterState
+from .groups import PodGroup
+
+CROSS_POD = ("InterPodAffinity", "PodTopologySpread")
+
+
+@dataclass
+class GroupDomain:
+    nodes: np.ndarray  # node ids, in node-tree order
+    coef: np.ndarray  # int64 per node in `nodes`
+    reason: str = ""  # kube's message when the domain is empty
+    per_plugin: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _fixed_pruning(profile: Profile, state: ClusterState, group: PodGroup, cycle: CycleState,
+                   nodes: np.ndarray, skipped: set[str]) -> tuple[np.ndarray, Counter[str]]:
+    """Mask over `nodes` of those that cross-pod filters reject because of bound pods alone."""
+    keep = np.ones(len(nodes), dtype=bool)
+    reasons: Counter[str] = Counter()
+    by_name = {p.name: p for p in profile.at("filter")}
+    ipa = by_name.get("InterPodAffinity")
+    if ipa is not None and "InterPodAffinity" not in skipped:
+        from ..plugins.interpodaffinity import REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY
+
+        res = ipa.filter(state, group.rep, cycle, nodes)
+        for text, mask in res.reasons:
+            if text in (REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY):
+                drop = mask & keep
+                reasons[text] += int(drop.sum())
+                keep &= ~mask
+        for term in group.rep.required_affinity:
+            ids = state.index.label_column(term.topology_key)[0][nodes]
+            drop = (ids < 0) & keep
+            if drop.any():
+                from ..plugins.interpodaffinity import REASON_AFFINITY
+
+                reasons[REASON_AFFINITY] += int(drop.sum())
+                keep &= ids >= 0
+    pts = by_name.get("PodTopologySpread")
+    if pts is not None and "PodTopologySpread" not in skipped:
+        res = pts.filter(state, group.rep, cycle, nodes)
+        for text, mask in res.reasons:
+            if "missing required label" in text:
+                reasons[text] += int((mask & keep).sum())
+                keep &= ~mask
+    return keep, reasons
+
+
+def group_domain(profile: Profile, state: ClusterState, group: PodGroup) -> GroupDomain:
+    n_all = len(state.index.nodes)
+    cycle = CycleState()
+    pre = run_pre_filter(profile, state, group.rep, cycle)
+    if pre.code != Code.SUCCESS:
+        return GroupDomain(np.zeros(0, np.int64), np.zeros(0, np.int64), fit_error_message(n_all, Counter(),
+                                                                                             pre.reason))
+    order = state.index.tree_order
+    nodes = order if pre.nodes is None else order[np.isin(order, pre.nodes)]
+    out = run_filters(profile, state, group.rep, cycle, nodes, pre.skipped | set(CROSS_POD))
+    reasons = count_reasons(out)
+    ok = nodes[out.code == 0]
+    keep, extra = _fixed_pruning(profile, state, group, cycle, ok, pre.skipped)
+    reasons.update(extra)
+    ok = ok[keep]
+    if len(nodes) < n_all:
+        reasons[pre.absent_reason] += n_all - len(nodes)
+    if len(ok) == 0:
+        return GroupDomain(ok, np.zeros(0, np.int64), fit_error_message(n_all, reasons))
+    per_plugin, total = run_scores(profile, state, group.rep, cycle, ok)
+    return GroupDomain(ok, total, per_plugin=per_plugin)

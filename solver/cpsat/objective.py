@@ -1,0 +1,147 @@
+"""The objective, lexicographic in this order of importance, solved as stages:
+
+1. pods placed, by priority: maximise Σ_g W[prio g] · placed[g], where for priority levels
+   ℓ₀ < ℓ₁ < … with N_i window pods at level i, W[ℓ₀] = 1 and W[ℓ_i] = (N_{i−1} + 1) · W[ℓ_{i−1}] — one more
+   pod of a level outweighs every pod of all lower levels, so a higher-priority pod is never traded.
+   (When those weights would not fit in 62 bits, each level is its own stage, highest first.)
+2. with the placement fixed at its optimum, the goal, if any:
+   - pack: minimise the number of non-empty nodes (used[n] ⇐ y[g, n] > 0 on nodes empty at the start);
+   - balance: minimise the peak utilisation u (per mille) over nodes and over cpu and memory:
+     1000 · (requested[n, r] + Σ_g req[g, r] · y[g, n]) ≤ u · alloc[n, r];
+   and, below it, the profile's score: maximise Σ_{g,n} c[g, n] · y[g, n] (see `domains`).
+   Goal and score share one stage when G · (1 + Σ max score) fits, with G the goal's range; else the goal
+   is a stage of its own and the score a third one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from .domains import GroupDomain
+from .groups import PodGroup
+from .variables import Variables
+
+LIMIT = 2**62
+
+
+@dataclass
+class Stage:
+    name: str
+    expr: cp_model.LinearExprT
+    maximize: bool
+    evaluate: Callable[[dict[int, dict[int, int]]], int]  # the same expression on a hint (y counts)
+
+
+def _eval_linear(weights: dict[int, dict[int, int]]) -> Callable[[dict[int, dict[int, int]]], int]:
+    def f(counts: dict[int, dict[int, int]]) -> int:
+        return sum(w.get(n, 0) * c for gid, w in weights.items() for n, c in counts.get(gid, {}).items())
+    return f
+
+
+def placement_stages(v: Variables, groups: list[PodGroup]) -> list[Stage]:
+    levels = sorted({g.priority for g in groups})
+    per_level = {lvl: sum(g.size for g in groups if g.priority == lvl) for lvl in levels}
+    weight, w = {}, 1
+    for lvl in levels:
+        weight[lvl] = w
+        w *= per_level[lvl] + 1
+    if w < LIMIT:
+        return [_placed_stage("placed", v, groups, weight)]
+    return [
+        _placed_stage(f"placed[priority={lvl}]", v, [g for g in groups if g.priority == lvl], {lvl: 1})
+        for lvl in reversed(levels)
+    ]
+
+
+def _placed_stage(name: str, v: Variables, groups: list[PodGroup], weight: dict[int, int]) -> Stage:
+    expr = sum(weight[g.priority] * v.placed[g.gid] for g in groups)
+    w = {g.gid: {n: weight[g.priority] for n in v.y[g.gid]} for g in groups}
+    return Stage(name, expr, True, _eval_linear(w))
+
+
+def score_terms(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain]) -> tuple[object, dict, int]:
+    weights: dict[int, dict[int, int]] = {}
+    terms, bound = [], 0
+    for g in groups:
+        d = domains[g.gid]
+        coef = dict(zip(d.nodes.tolist(), d.coef.tolist(), strict=True))
+        w = {n: int(coef.get(n, 0)) for n in v.y[g.gid]}
+        weights[g.gid] = w
+        terms.extend(c * v.y[g.gid][n] for n, c in w.items() if c)
+        bound += g.size * max(w.values(), default=0)
+    return sum(terms), weights, bound
+
+
+def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
+    """(stage, range of the goal's value) for pack or balance; None for the default objective."""
+    state, index = v.state, v.state.index
+    if goal == "pack":
+        used_terms, hints = [], []
+        for n, entries in v.by_node.items():
+            if state.pod_count[n] > 0:
+                continue
+            used = v.model.NewBoolVar(f"used_{n}")
+            for g, var in entries:
+                v.model.Add(var <= v.ub[g.gid][n] * used)
+            used_terms.append(used)
+            v.aux_hints.append((used, lambda c, n=n, es=entries: int(any(c.get(g.gid, {}).get(n, 0) for g, _ in es))))
+            hints.append(n)
+
+        def evaluate(counts, nodes=tuple(hints)):
+            return sum(1 for n in nodes if any(c.get(n, 0) for c in counts.values()))
+
+        return Stage("pack (empty nodes used)", sum(used_terms), False, evaluate), len(used_terms) + 1
+    if goal == "balance":
+        cols = [index.rid["cpu"], index.rid["memory"]]
+        base = np.zeros(len(index.nodes))
+        for r in cols:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                util = np.where(index.alloc[:, r] > 0, 1000 * state.requested[:, r] / index.alloc[:, r], 0)
+            base = np.maximum(base, util)
+        floor = int(np.ceil(base.max())) if len(base) else 0
+        peak = v.model.NewIntVar(floor, max(floor, 1000), "peak_per_mille")
+        for n, entries in v.by_node.items():
+            for r in cols:
+                alloc = int(index.alloc[n, r])
+                if alloc <= 0:
+                    continue
+                load = int(state.requested[n, r]) + sum(int(index.pod_req[g.rep.idx, r]) * var for g, var in entries)
+                v.model.Add(1000 * load <= peak * alloc)
+
+        def evaluate(counts):
+            worst = floor
+            for n, entries in v.by_node.items():
+                for r in cols:
+                    alloc = int(index.alloc[n, r])
+                    if alloc <= 0:
+                        continue
+                    load = int(state.requested[n, r]) + sum(
+                        int(index.pod_req[g.rep.idx, r]) * counts.get(g.gid, {}).get(n, 0) for g, _ in entries)
+                    worst = max(worst, -(-1000 * load // alloc))
+            return worst
+
+        v.aux_hints.append((peak, evaluate))
+        return Stage("balance (peak utilisation, per mille)", peak, False, evaluate), 1001
+    return None
+
+
+def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain], goal: str) -> list[Stage]:
+    stages = placement_stages(v, groups)
+    score_expr, weights, bound = score_terms(v, groups, domains)
+    score = Stage("score", score_expr, True, _eval_linear(weights))
+    g = goal_stage(v, goal)
+    if g is None:
+        return [*stages, score]
+    goal_s, span = g
+    if span * (bound + 1) < LIMIT:
+        expr = -(bound + 1) * goal_s.expr + score_expr
+
+        def combined(counts, gs=goal_s, sc=score, b=bound):
+            return -(b + 1) * gs.evaluate(counts) + sc.evaluate(counts)
+
+        return [*stages, Stage(f"{goal_s.name} then score", expr, True, combined)]
+    return [*stages, goal_s, score]

@@ -1,0 +1,111 @@
+"""Decision variables: y[g, n] = how many pods of group g go to node n (a boolean when at most one can).
+
+    0 ≤ y[g, n] ≤ ub[g, n] = min(|g|, ⌊free[n, r] / req[g, r]⌋ over requested r, free pod slots of n)
+    placed[g] = Σ_n y[g, n] ≤ |g|          (a pod may stay unplaced, so no window is infeasible)
+
+`domain_sum(g, key, v)` is Σ y[g, n] over g's nodes whose label `key` has value id v: the count of g's pods
+in one topology domain, the unit every inter-pod rule is written in.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..framework.state import ClusterState
+from .groups import PodGroup
+
+
+def fit_bound(state: ClusterState, group: PodGroup, nodes: np.ndarray) -> np.ndarray:
+    """Per node of `nodes`, how many pods of `group` fit alone on the node at the window's start."""
+    index = state.index
+    req = index.pod_req[group.rep.idx]
+    free = index.alloc[nodes] - state.requested[nodes]
+    ub = np.full(len(nodes), group.size, dtype=np.int64)
+    for r in np.flatnonzero(req > 0).tolist():
+        ub = np.minimum(ub, np.maximum(free[:, r], 0) // req[r])
+    slots = np.maximum(index.max_pods[nodes] - state.pod_count[nodes], 0)
+    return np.minimum(ub, slots)
+
+
+class Variables:
+    def __init__(self, model: cp_model.CpModel, state: ClusterState, groups: list[PodGroup],
+                 scope: dict[int, np.ndarray]) -> None:
+        self.model = model
+        self.state = state
+        self.groups = {g.gid: g for g in groups}
+        self.y: dict[int, dict[int, cp_model.IntVar]] = {}
+        self.ub: dict[int, dict[int, int]] = {}
+        self.by_node: dict[int, list[tuple[PodGroup, cp_model.IntVar]]] = defaultdict(list)
+        self.placed: dict[int, cp_model.LinearExprT] = {}
+        self._domain: dict[tuple[int, str], dict[int, list[cp_model.IntVar]]] = {}
+        self._presence: dict[tuple[int, str, int], cp_model.IntVar] = {}
+        self.aux_hints: list[tuple[cp_model.IntVar, object]] = []
+        """Auxiliary variables and how to derive their value from a y-hint (so hints stay complete)."""
+        for g in groups:
+            nodes = scope[g.gid]
+            bounds = fit_bound(state, g, nodes)
+            ys, ubs = {}, {}
+            for n, ub in zip(nodes.tolist(), bounds.tolist(), strict=True):
+                if ub <= 0:
+                    continue
+                var = (model.NewBoolVar(f"y_{g.gid}_{n}") if ub == 1
+                       else model.NewIntVar(0, ub, f"y_{g.gid}_{n}"))
+                ys[n], ubs[n] = var, ub
+                self.by_node[n].append((g, var))
+            self.y[g.gid], self.ub[g.gid] = ys, ubs
+            self.placed[g.gid] = sum(ys.values()) if ys else 0
+            if ys and sum(ubs.values()) > g.size:
+                model.Add(sum(ys.values()) <= g.size)
+
+    def cap_per_node(self, gid: int, cap: int) -> None:
+        """Tighten y[g, n] ≤ cap (e.g. 1 for hostname anti-affinity of a group with itself)."""
+        for n, var in self.y[gid].items():
+            if self.ub[gid][n] > cap:
+                self.model.Add(var <= cap)
+                self.ub[gid][n] = cap
+
+    def domains(self, gid: int, key: str) -> dict[int, list[cp_model.IntVar]]:
+        """value id → g's variables on nodes with that value of label `key` (nodes lacking it are left out)."""
+        hit = self._domain.get((gid, key))
+        if hit is None:
+            ids = self.state.index.label_column(key)[0]
+            hit = defaultdict(list)
+            for n, var in self.y[gid].items():
+                if ids[n] >= 0:
+                    hit[int(ids[n])].append(var)
+            self._domain[(gid, key)] = hit
+        return hit
+
+    def domain_ub(self, gid: int, key: str, value: int) -> int:
+        ids = self.state.index.label_column(key)[0]
+        return min(self.groups[gid].size, sum(ub for n, ub in self.ub[gid].items() if ids[n] == value))
+
+    def presence(self, gid: int, key: str, value: int) -> cp_model.IntVar:
+        """A boolean that is 1 whenever some pod of g is in domain (key, value): Σ y ≤ ub · a."""
+        k = (gid, key, value)
+        lit = self._presence.get(k)
+        if lit is None:
+            lit = self.model.NewBoolVar(f"in_{gid}_{key}_{value}")
+            terms = self.domains(gid, key).get(value, [])
+            if terms:
+                self.model.Add(sum(terms) <= self.domain_ub(gid, key, value) * lit)
+            self._presence[k] = lit
+            self.aux_hints.append((lit, lambda c, g=gid, key=key, v=value: int(self.hinted_domain(c, g, key, v) > 0)))
+        return lit
+
+    def hinted_domain(self, counts: dict[int, dict[int, int]], gid: int, key: str, value: int) -> int:
+        ids = self.state.index.label_column(key)[0]
+        return sum(c for n, c in counts.get(gid, {}).items() if n in self.y[gid] and ids[n] == value)
+
+    def add_hint(self, counts: dict[int, dict[int, int]]) -> None:
+        """A complete hint: every y gets a value (0 where the hint places nothing)."""
+        self.model.ClearHints()
+        for gid, ys in self.y.items():
+            hint = counts.get(gid, {})
+            for n, var in ys.items():
+                self.model.AddHint(var, min(hint.get(n, 0), self.ub[gid][n]))
+        for var, derive in self.aux_hints:
+            self.model.AddHint(var, derive(counts))

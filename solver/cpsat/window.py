@@ -1,0 +1,327 @@
+"""The CP-SAT engine: pending pods in queue-order windows, each decided at once.
+
+Per window (earlier windows' placements are fixed for later ones):
+1. the greedy engine runs on a copy of the state: its plan is the complete hint and the fallback;
+2. identical pods are grouped; each group gets its domain and objective coefficients (`domains`), then a
+   scope: the best `scope` nodes by coefficient (at least 4 per pod), plus every node the greedy plan uses;
+   nodes outside a scope still count as constants in every rule (spread minima, affinity support);
+3. a networkx graph joins groups whose scopes share a node or that a rule ties (anti-affinity, affinity,
+   spread selectors); each connected component is an independent model;
+4. each model is solved as lexicographic stages (`objective`), each stage fixing the previous optimum;
+5. if CP-SAT's plan places fewer pods than greedy's, priority by priority (lexicographically from the
+   highest priority), or no plan came in time, the window takes greedy's plan: status FALLBACK.
+Deterministic mode (the default): interleaved search and a deterministic time limit, so the same seed and
+input give the same plan whatever the machine's load; `deterministic=False` uses wall-clock limits and a
+parallel portfolio instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from kplace.models.index import ClusterIndex, PodInfo
+from kplace.models.plan import Eviction, Placement, Plan
+from ortools.sat.python import cp_model
+
+from ..framework.config import Profile, SchedulerConfig, default_config
+from ..framework.plugin import CycleState
+from ..framework.runtime import count_reasons, fit_error_message, run_filters, run_pre_filter
+from ..framework.state import ClusterState
+from ..greedy import GreedyScheduler, unimplemented_warnings
+from .constraints import add_affinity, add_anti_affinity, add_capacity, add_host_ports, add_spread
+from .domains import GroupDomain, group_domain
+from .groups import PodGroup, group_pods
+from .objective import Stage, objective_stages
+from .variables import Variables
+
+
+@dataclass
+class CpsatOptions:
+    window: int = 1000
+    time_limit: float = 10.0  # seconds for the whole run
+    workers: int = 2
+    seed: int = 0
+    objective: str = "default"  # default | pack | balance
+    scope: int = 64  # nodes per group kept in the model, at least (plus 4 per pod and greedy's nodes)
+    deterministic: bool = True
+    tie_break: str = "order"
+
+
+@dataclass
+class ComponentResult:
+    counts: dict[int, dict[int, int]]
+    optimal: bool
+    objective: float
+    bound: float
+    greedy_objective: float
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    ok: bool = True
+
+
+def _greedy_counts(groups: list[PodGroup], state: ClusterState) -> dict[int, dict[int, int]]:
+    out: dict[int, dict[int, int]] = {}
+    for g in groups:
+        c: Counter[int] = Counter(int(state.pod_node[p.idx]) for p in g.pods if state.pod_node[p.idx] >= 0)
+        out[g.gid] = dict(c)
+    return out
+
+
+def _placed_vector(pods: list[PodInfo], placed: set[int]) -> list[tuple[int, int]]:
+    """(priority, placed count) from the highest priority down: compared lexicographically."""
+    levels = sorted({p.priority for p in pods}, reverse=True)
+    return [(lvl, sum(1 for p in pods if p.priority == lvl and p.idx in placed)) for lvl in levels]
+
+
+def _lex_less(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    return [c for _, c in a] < [c for _, c in b]
+
+
+class CpsatScheduler:
+    def __init__(self, index: ClusterIndex, config: SchedulerConfig | None = None,
+                 options: CpsatOptions | None = None) -> None:
+        self.index = index
+        self.config = config or default_config()
+        self.opts = options or CpsatOptions()
+        if self.opts.objective not in ("default", "pack", "balance"):
+            raise ValueError(f"objective must be default, pack or balance, got {self.opts.objective!r}")
+        self.state = ClusterState(index)
+
+    # --- building blocks --------------------------------------------------------------------------
+
+    def _profile(self, pod: PodInfo) -> Profile:
+        profile = self.config.profile_for(pod.spec.scheduler_name)
+        assert profile is not None
+        return profile
+
+    def _spread_defaults(self, profile: Profile):
+        plugin = next((p for p in profile.at("filter") if p.name == "PodTopologySpread"), None)
+        return getattr(plugin, "default_constraints", []) if plugin is not None else []
+
+    def _scope(self, group: PodGroup, domain: GroupDomain, hint: dict[int, int]) -> np.ndarray:
+        k = max(self.opts.scope, 4 * group.size)
+        if len(domain.nodes) <= k:
+            return domain.nodes
+        order = np.argsort(-domain.coef, kind="stable")[:k]
+        chosen = set(domain.nodes[order].tolist()) | set(hint)
+        return np.array(sorted(chosen), dtype=np.int64)
+
+    def _components(self, groups: list[PodGroup], scope: dict[int, np.ndarray]) -> list[list[PodGroup]]:
+        graph = nx.Graph()
+        graph.add_nodes_from(g.gid for g in groups)
+        n = len(self.index.nodes)
+        if len(groups) > 1 and n:
+            mat = np.zeros((len(groups), n), dtype=np.float32)
+            for i, g in enumerate(groups):
+                mat[i, scope[g.gid]] = 1.0
+            share = (mat @ mat.T) > 0
+            for i, j in zip(*np.nonzero(np.triu(share, 1)), strict=True):
+                graph.add_edge(groups[i].gid, groups[j].gid)
+            from .constraints import rule_edges
+
+            graph.add_edges_from(rule_edges(self.index, groups))
+        by_gid = {g.gid: g for g in groups}
+        comps = [sorted(c) for c in nx.connected_components(graph)]
+        comps.sort(key=lambda c: c[0])
+        return [[by_gid[i] for i in c] for c in comps]
+
+    def _solver(self, seconds: float) -> cp_model.CpSolver:
+        solver = cp_model.CpSolver()
+        p = solver.parameters
+        p.random_seed = self.opts.seed
+        p.num_workers = max(1, self.opts.workers)
+        if self.opts.deterministic:
+            p.interleave_search = True
+            p.max_deterministic_time = max(0.05, seconds)
+            p.max_time_in_seconds = max(1.0, 20 * seconds)  # a safety net only
+        else:
+            p.max_time_in_seconds = max(0.05, seconds)
+        return solver
+
+    def _solve_component(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
+                         scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]], seconds: float
+                         ) -> ComponentResult:
+        model = cp_model.CpModel()
+        v = Variables(model, self.state, groups, scope)
+        add_host_ports(v, groups)
+        add_anti_affinity(v, groups)
+        add_capacity(v)
+        add_affinity(v, groups)
+        defaults = self._spread_defaults(self._profile(groups[0].rep))
+        add_spread(v, groups, defaults)
+        stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective)
+        v.add_hint(hint)
+        started = time.perf_counter()
+        counts = hint
+        optimal, info = True, []
+        objective = bound = greedy_obj = 0.0
+        for k, stage in enumerate(stages):
+            remaining = seconds - (time.perf_counter() - started)
+            share = remaining * (0.6 if k == 0 and len(stages) > 1 else 1.0 / (len(stages) - k))
+            (model.Maximize if stage.maximize else model.Minimize)(stage.expr)
+            solver = self._solver(max(0.05, share))
+            status = solver.Solve(model)
+            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                return ComponentResult(hint, False, 0, 0, 0, info, ok=False)
+            value = round(solver.ObjectiveValue())
+            optimal &= status == cp_model.OPTIMAL
+            counts = {g.gid: {n: int(solver.Value(var)) for n, var in v.y[g.gid].items() if solver.Value(var)}
+                      for g in groups}
+            objective, bound = float(value), float(solver.BestObjectiveBound())
+            greedy_obj = float(stage.evaluate(hint))
+            info.append({"stage": stage.name, "status": solver.StatusName(status), "objective": value,
+                         "bound": bound, "greedy": greedy_obj, "seconds": round(solver.WallTime(), 4)})
+            if k < len(stages) - 1:
+                model.Add(stage.expr >= value) if stage.maximize else model.Add(stage.expr <= value)
+                v.add_hint(counts)
+        return ComponentResult(counts, optimal, objective, bound, greedy_obj, info)
+
+    # --- one window -------------------------------------------------------------------------------
+
+    def solve_window(self, pods: list[PodInfo], seconds: float) -> tuple[dict[str, Any], list[Placement], list]:
+        started = time.perf_counter()
+        greedy_state = copy.deepcopy(self.state, {id(self.index): self.index})
+        hint_sched = GreedyScheduler(self.index, self.config, tie_break=self.opts.tie_break,
+                                     seed=self.opts.seed, state=greedy_state, preemption=False)
+        hint_attempts = {p.idx: hint_sched.schedule_one(p) for p in pods}
+        fallback_state, fallback_attempts = greedy_state, hint_attempts
+        if any(a.node is None for a in hint_attempts.values()) and any(
+                self._profile(p).preemption for p in pods):
+            fallback_state = copy.deepcopy(self.state, {id(self.index): self.index})
+            sched = GreedyScheduler(self.index, self.config, tie_break=self.opts.tie_break,
+                                    seed=self.opts.seed, state=fallback_state)
+            fallback_attempts = {p.idx: sched.schedule_one(p) for p in pods}
+
+        groups = group_pods(self.index, pods)
+        hint = _greedy_counts(groups, greedy_state)
+        domains = {g.gid: group_domain(self._profile(g.rep), self.state, g) for g in groups}
+        scope = {g.gid: self._scope(g, domains[g.gid], hint[g.gid]) for g in groups}
+        comps = self._components(groups, scope)
+        sizes = [sum(len(scope[g.gid]) for g in c) + 1 for c in comps]
+        budget = max(0.05, seconds - (time.perf_counter() - started))
+        counts: dict[int, dict[int, int]] = {}
+        optimal, ok = True, True
+        objective = bound = greedy_obj = 0.0
+        stages: list[dict[str, Any]] = []
+        for comp, size in zip(comps, sizes, strict=True):
+            if all(not scope[g.gid].size for g in comp):
+                counts.update({g.gid: {} for g in comp})
+                continue
+            res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp},
+                                        budget * size / sum(sizes))
+            counts.update(res.counts)
+            optimal &= res.optimal
+            ok &= res.ok
+            objective += res.objective
+            bound += res.bound
+            greedy_obj += res.greedy_objective
+            stages.extend(res.stages)
+
+        cpsat_nodes = self._assign(groups, counts)
+        cp_vec = _placed_vector(pods, {i for i, n in cpsat_nodes.items() if n is not None})
+        fb_vec = _placed_vector(pods, {p.idx for p in pods if fallback_attempts[p.idx].node is not None})
+        window: dict[str, Any] = {"pods": len(pods), "groups": len(groups), "components": len(comps)}
+        evictions: list = []
+        if not ok or _lex_less(cp_vec, fb_vec):
+            self.state = fallback_state
+            status = "FALLBACK"
+            placements = self._placements(pods, {p.idx: fallback_attempts[p.idx].node for p in pods},
+                                          {p.idx: fallback_attempts[p.idx] for p in pods})
+            for p in pods:
+                for victim, violates in fallback_attempts[p.idx].evictions:
+                    evictions.append((victim, p, violates))
+        else:
+            for g in groups:
+                for p in g.pods:
+                    if cpsat_nodes[p.idx] is not None:
+                        self.state.assume(p, cpsat_nodes[p.idx])
+            status = "OPTIMAL" if optimal else "FEASIBLE"
+            placements = self._placements(pods, cpsat_nodes, {})
+        window.update({"status": status, "objective": objective, "bound": bound, "greedy_objective": greedy_obj,
+                       "seconds": round(time.perf_counter() - started, 4), "stages": stages})
+        return window, placements, evictions
+
+    def _assign(self, groups: list[PodGroup], counts: dict[int, dict[int, int]]) -> dict[int, int | None]:
+        """Give each group's pods, in queue order, the nodes its counts name (in node-tree order)."""
+        rank = {int(n): i for i, n in enumerate(self.index.tree_order.tolist())}
+        out: dict[int, int | None] = {}
+        for g in groups:
+            slots = [n for n in sorted(counts.get(g.gid, {}), key=lambda n: rank[n])
+                     for _ in range(counts[g.gid][n])]
+            for i, p in enumerate(g.pods):
+                out[p.idx] = slots[i] if i < len(slots) else None
+        return out
+
+    def _placements(self, pods: list[PodInfo], nodes: dict[int, int | None], attempts: dict) -> list[Placement]:
+        names = self.index.node_names
+        out = []
+        for p in pods:
+            n = nodes[p.idx]
+            if n is not None:
+                a = attempts.get(p.idx)
+                out.append(Placement(p.key, names[n], None, p.priority, bool(a and a.nominated)))
+            else:
+                a = attempts.get(p.idx)
+                out.append(Placement(p.key, None, a.reason if a else None, p.priority))
+        return out
+
+    def _unplaced_reason(self, pod: PodInfo) -> str:
+        """kube's message for the pod against the final state."""
+        profile = self._profile(pod)
+        cycle = CycleState()
+        pre = run_pre_filter(profile, self.state, pod, cycle)
+        n_all = len(self.index.nodes)
+        if pre.code != 0:
+            return fit_error_message(n_all, Counter(), pre.reason)
+        order = self.index.tree_order
+        nodes = order if pre.nodes is None else order[np.isin(order, pre.nodes)]
+        out = run_filters(profile, self.state, pod, cycle, nodes, pre.skipped)
+        reasons = count_reasons(out)
+        if len(nodes) < n_all:
+            reasons[pre.absent_reason] += n_all - len(nodes)
+        if not reasons:
+            return "left unplaced by the window's optimum (it would displace higher-value placements)"
+        return fit_error_message(n_all, reasons)
+
+    # --- the run ----------------------------------------------------------------------------------
+
+    def run(self) -> Plan:
+        started = time.perf_counter()
+        plan = Plan(engine="cpsat")
+        pods = []
+        for p in self.index.pending:
+            profile = self.config.profile_for(p.spec.scheduler_name)
+            if profile is None:
+                continue
+            gate = next((msg for pl in profile.at("preEnqueue") for ok, msg in [pl.pre_enqueue(p)] if not ok), None)
+            if gate is not None:
+                plan.placements.append(Placement(p.key, None, gate, p.priority))
+                continue
+            pods.append(p)
+        size = max(1, self.opts.window)
+        windows = [pods[i : i + size] for i in range(0, len(pods), size)]
+        names = self.index.node_names
+        for k, wpods in enumerate(windows):
+            remaining = self.opts.time_limit - (time.perf_counter() - started)
+            window, placements, evictions = self.solve_window(wpods, max(0.05, remaining / (len(windows) - k)))
+            for pl in placements:
+                if pl.node is None and pl.reason is None:
+                    pl.reason = self._unplaced_reason(self.index.pod_by_key[pl.pod])
+            plan.windows.append(window)
+            plan.placements.extend(placements)
+            for victim, preemptor, violates in evictions:  # victims are bound pods: their node is in the index
+                node = names[int(self.index.pod_node[victim.idx])]
+                plan.evictions.append(Eviction(victim.key, node, preemptor.key, victim.priority, violates))
+        plan.warnings.extend(unimplemented_warnings(self.index, pods))
+        plan.seconds = time.perf_counter() - started
+        return plan
+
+
+def schedule_cpsat(index: ClusterIndex, config: SchedulerConfig | None = None,
+                   options: CpsatOptions | None = None) -> Plan:
+    return CpsatScheduler(index, config, options).run()
