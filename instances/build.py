@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 from datetime import datetime
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -39,26 +38,11 @@ ZONE = "topology.kubernetes.io/zone"
 # --- serialisation: pydantic objects back to the wire format ------------------------------------------------
 
 
-def _quantity_text(q: Fraction) -> str:
-    """An exact quantity string: `2`, `1500m`, `250u`, `3n` (memory stays in bytes: exact and unambiguous)."""
-    for scale, suffix in ((1, ""), (1000, "m"), (10**6, "u"), (10**9, "n")):
-        v = q * scale
-        if v.denominator == 1:
-            return f"{v.numerator}{suffix}"
-    raise ValueError(f"{q} is below nano precision")  # pragma: no cover - parse_quantity rounds to nano
-
-
-_QUANTITY_MAPS = {"requests", "limits", "overhead", "capacity", "allocatable"}
-
-
 def _wire(value: Any) -> Any:
-    if isinstance(value, Fraction):
-        return _quantity_text(value)
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%dT%H:%M:%SZ")
     if isinstance(value, dict):
-        return {k: ({r: _quantity_text(Fraction(q)) for r, q in v.items()} if k in _QUANTITY_MAPS
-                    and isinstance(v, dict) else _wire(v)) for k, v in value.items()}
+        return {k: _wire(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_wire(v) for v in value]
     return value

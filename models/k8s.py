@@ -12,11 +12,11 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from .quantity import QuantityError, parse_quantity
+from .quantity import QuantityError, parse_quantity, quantity_text
 
 
 def _quantity(raw: Any) -> Fraction:
@@ -28,7 +28,8 @@ def _quantity(raw: Any) -> Fraction:
         raise PydanticCustomError("quantity", "'{value}' is not a valid quantity", {"value": raw}) from None
 
 
-Quantity = Annotated[Fraction, BeforeValidator(_quantity)]
+# Serialised (model_dump) as an exact Kubernetes quantity string, so dumped objects load back unchanged.
+Quantity = Annotated[Fraction, BeforeValidator(_quantity), PlainSerializer(quantity_text, return_type=str)]
 ResourceList = dict[str, Quantity]
 
 

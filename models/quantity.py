@@ -156,6 +156,15 @@ def canonical(resource: str, q: Fraction) -> int:
     return milli_value(q) if resource == "cpu" else value(q)
 
 
+def quantity_text(q: Fraction) -> str:
+    """An exact quantity string that parses back to `q`: `2`, `1500m`, `250u`, `3n` (no binary suffixes)."""
+    for scale, suffix in ((1, ""), (1000, "m"), (10**6, "u"), (10**9, "n")):
+        v = q * scale
+        if v.denominator == 1:
+            return f"{v.numerator}{suffix}"
+    return f"{math.ceil(q * 10**9)}n"  # below nano precision: rounded up, as parsing would
+
+
 def format_quantity(resource: str, amount: int) -> str:
     """Human form of a canonical amount: `1500m`, `2`, `512Mi`, `3Gi`."""
     if resource == "cpu":
