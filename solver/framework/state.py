@@ -18,6 +18,7 @@ from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.selectors import Selector
 
 _DENSE_MIN = 8  # signatures with at least this many pods keep a dense per-node count array
+_LIVE_MAX = 512  # per-selector count arrays kept up to date by assume/forget (n_nodes int64 each)
 
 
 def affinity_group_key(pod: PodInfo) -> tuple | None:
@@ -88,6 +89,9 @@ class ClusterState:
         }
         self._sparse: dict[int, Counter[int]] = {}
         self._match_cache: dict[tuple[frozenset[str] | None, Selector, bool], list[int]] = {}
+        # Live per-node counts for the most used (namespaces, selector, include_terminating) keys.
+        self._live: dict[tuple[frozenset[str] | None, Selector, bool], np.ndarray] = {}
+        self._live_by_sig: dict[int, list[tuple[frozenset[str] | None, Selector, bool]]] = {}
         # Bound pods that carry (anti-)affinity terms: the only existing pods InterPodAffinity must visit
         # for symmetry and for scoring when the incoming pod has no preferred terms.
         self.with_affinity: set[int] = set()
@@ -173,6 +177,8 @@ class ClusterState:
 
     def _count_sig(self, pod_idx: int, node: int, delta: int) -> None:
         sid = int(self.sig_of_pod[pod_idx])
+        for key in self._live_by_sig.get(sid, ()):
+            self._live[key][node] += delta
         dense = self._dense.get(sid)
         if dense is not None:
             dense[node] += delta
@@ -209,9 +215,28 @@ class ClusterState:
         self, namespaces: frozenset[str] | None, selector: Selector, include_terminating: bool = True
     ) -> np.ndarray:
         """Per node, the number of pods on it in `namespaces` (None = all) that match `selector`."""
+        return self.matching_counts_view(namespaces, selector, include_terminating).copy()
+
+    def matching_counts_view(
+        self, namespaces: frozenset[str] | None, selector: Selector, include_terminating: bool = True
+    ) -> np.ndarray:
+        """As `matching_counts`, but a read-only view of a cached array that `assume`/`forget` keep current
+        (valid until the next mutation; copy it to keep it)."""
         if selector.nothing:
-            return np.zeros(self.n_nodes, dtype=np.int64)
-        return self.signature_counts(self.matching_signatures(namespaces, selector, include_terminating))
+            out = np.zeros(self.n_nodes, dtype=np.int64)
+        else:
+            key = (namespaces, selector, include_terminating)
+            out = self._live.get(key)
+            if out is None:
+                sigs = self.matching_signatures(namespaces, selector, include_terminating)
+                out = self.signature_counts(sigs)
+                if len(self._live) < _LIVE_MAX:
+                    self._live[key] = out
+                    for s in sigs:
+                        self._live_by_sig.setdefault(s, []).append(key)
+        view = out.view()
+        view.flags.writeable = False
+        return view
 
     def signature_counts(self, signatures) -> np.ndarray:
         """Per node, the number of pods on it whose signature is in `signatures`."""

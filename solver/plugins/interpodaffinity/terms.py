@@ -186,7 +186,7 @@ def anti_affinity_counts(state: ClusterState, terms: tuple[AffinityTerm, ...]) -
     """antiAffinityCounts: for each term t and each bound pod it matches, +1 at (t.key, its node's value)."""
     out: DomainCounts = {}
     for t in terms:
-        per_node = state.matching_counts(resolve_namespaces(state.index, t), t.selector)
+        per_node = state.matching_counts_view(resolve_namespaces(state.index, t), t.selector)
         add_at_domains(state.index, out, t.topology_key, None, per_node)
     return out
 
@@ -224,7 +224,7 @@ def preferred_scores(
     touched = False
     for sign, group in ((1, terms.preferred_affinity), (-1, terms.preferred_anti)):
         for t in group:
-            per_node = state.matching_counts(resolve_namespaces(index, t), t.selector)
+            per_node = state.matching_counts_view(resolve_namespaces(index, t), t.selector)
             touched |= add_at_domains(index, out, t.topology_key, None, per_node, sign * t.weight)
     ns_labels = ns_labels_of(index, pod.namespace)
     for grp in state.live_affinity_groups():

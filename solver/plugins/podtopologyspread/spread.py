@@ -212,7 +212,7 @@ def matching_per_node(state: ClusterState, pod: PodInfo, c: Constraint) -> np.nd
     """Per node: pods in the pod's namespace, not terminating, matching c's selector (0 for a `{}` selector)."""
     if c.selector.empty or c.selector.nothing:
         return np.zeros(state.n_nodes, dtype=np.int64)
-    return state.matching_counts(frozenset([pod.namespace]), c.selector, include_terminating=False)
+    return state.matching_counts_view(frozenset([pod.namespace]), c.selector, include_terminating=False)
 
 
 # --- Filter (DoNotSchedule) -------------------------------------------------------------------------

@@ -304,3 +304,22 @@ def test_registered():
     from kplace.solver.plugins import registry
 
     assert registry()["PodTopologySpread"] is PodTopologySpread
+
+
+def test_cached_counts_follow_assume_and_forget():
+    """Counts cached by an earlier cycle are kept current by assume and forget."""
+    state = build_state(NODES, pod("other", labels=X), incoming([tsc()]))
+    p = state.index.pod_by_key["default/incoming"]
+    other = state.index.pod_by_key["default/other"]
+    plugin = PodTopologySpread()
+
+    def codes():
+        cycle = CycleState()
+        plugin.pre_filter(state, p, cycle)
+        return [Code(c) for c in plugin.filter(state, p, cycle, np.arange(4)).code]
+
+    assert codes() == [OK, OK, OK, UU]
+    state.assume(other, 0)
+    assert codes() == [U, U, OK, UU]
+    state.forget(other)
+    assert codes() == [OK, OK, OK, UU]
