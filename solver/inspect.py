@@ -159,7 +159,10 @@ def render_summary(summary: dict[str, Any]) -> None:
             t.add_column(c)
         for p in summary["pdbs"]:
             da = str(p["disruptionsAllowed"]) + ("" if p["fromStatus"] else " (computed)")
-            t.add_row(p["pdb"], str(p["minAvailable"] or "-"), str(p["maxUnavailable"] or "-"), da)
+            def show(v: object) -> str:
+                return "-" if v is None else str(v)
+
+            t.add_row(p["pdb"], show(p["minAvailable"]), show(p["maxUnavailable"]), da)
         console.print(t)
     for w in summary["warnings"]:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
