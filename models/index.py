@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cached_property
 
 import numpy as np
@@ -68,6 +68,23 @@ class PodInfo:
     @property
     def spread_constraints(self) -> list[TopologySpreadConstraint]:
         return self.pod.spec.topology_spread_constraints
+
+
+_NO_TIME = datetime.max.replace(tzinfo=UTC)
+
+
+def queue_key(pod: PodInfo) -> tuple[int, datetime, int]:
+    """PrioritySort's order: higher priority first, then the earlier queue time, then input order.
+
+    kplace has no queue arrival times, so the creation time stands for it (pods without one go last); naive
+    timestamps are taken as UTC, aware ones are converted to UTC.
+    """
+    ts = pod.creation
+    if ts is None:
+        ts = _NO_TIME
+    elif ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return (-pod.priority, ts.astimezone(UTC), pod.seq)
 
 
 def normalize_image(name: str) -> str:
@@ -152,14 +169,8 @@ class ClusterIndex:
 
     @cached_property
     def pending(self) -> list[PodInfo]:
-        """Pending pods in kube's queue order: priority desc, then creation time, then input order."""
-        far = datetime.max.replace(tzinfo=None)
-
-        def key(pi: PodInfo):
-            ts = pi.creation.replace(tzinfo=None) if pi.creation else far
-            return (-pi.priority, ts, pi.seq)
-
-        return sorted((pi for pi in self.pods if pi.pending), key=key)
+        """Pending pods in kube's queue order (`queue_key`)."""
+        return sorted((pi for pi in self.pods if pi.pending), key=queue_key)
 
     @cached_property
     def bound(self) -> list[PodInfo]:
@@ -201,23 +212,6 @@ class ClusterIndex:
         for d in range(depth):
             out.extend(v[d] for v in lists if d < len(v))
         return np.array(out, dtype=np.int64)
-
-    @cached_property
-    def node_images(self) -> list[dict[str, int]]:
-        """Per node: normalised image name → size in bytes."""
-        return [
-            {normalize_image(name): img.size_bytes for img in n.status.images for name in img.names}
-            for n in self.nodes
-        ]
-
-    @cached_property
-    def image_spread(self) -> dict[str, int]:
-        """Image name → number of nodes that have it."""
-        counts: dict[str, int] = {}
-        for imgs in self.node_images:
-            for name in imgs:
-                counts[name] = counts.get(name, 0) + 1
-        return counts
 
 
 def _canon(resource: str, q) -> int:

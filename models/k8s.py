@@ -481,6 +481,17 @@ class Workload(K8s):
     spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
     status: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _rc_selector_is_a_map(cls, data: Any) -> Any:
+        """A ReplicationController's `spec.selector` is a plain label map, not a LabelSelector."""
+        if isinstance(data, dict) and data.get("kind") == "ReplicationController":
+            spec = data.get("spec")
+            sel = spec.get("selector") if isinstance(spec, dict) else None
+            if isinstance(sel, dict) and sel and not {"matchLabels", "matchExpressions"} & set(sel):
+                data = {**data, "spec": {**spec, "selector": {"matchLabels": sel}}}
+        return data
+
 
 MODEL_BY_KIND: dict[str, type[K8s]] = {
     "Pod": Pod,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from .k8s import LabelSelector, NodeSelectorRequirement, NodeSelectorTerm
@@ -30,11 +31,15 @@ def selector_matches(sel: LabelSelector | None, labels: Mapping[str, str]) -> bo
     return True
 
 
+_INT64 = re.compile(r"^[+-]?[0-9]+$")
+
+
 def _parse_int(text: str) -> int | None:
-    try:
-        return int(text, 10)
-    except ValueError:
+    """Go's strconv.ParseInt(text, 10, 64): optional sign, ASCII digits only, within int64."""
+    if not _INT64.match(text):
         return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def node_requirement_matches(req: NodeSelectorRequirement, value: str | None) -> bool:

@@ -8,10 +8,11 @@ Required anti-affinity (term of g, key K, matching group h), per value v of K:
     h = g:  Y[g, v] ≤ 1;   h ≠ g:  Y[g, v] ≤ |g|·b_v,  Y[h, v] ≤ |h|·(1 − b_v)   (never together)
   On the hostname key, groups that pairwise exclude each other and are themselves one-per-node form a
   graph; each maximal clique C gives Σ_{g∈C} y[g, n] ≤ 1 (networkx `find_cliques`).
-Required affinity (terms T of g; H = groups matching all of T; F = bound matching pods), per term and value v
-  with F[v] = 0:   Σ_{h∈H} Y[h, v] ≥ (1 + [g∈H]) · a[g, v] − (1 + [g∈H]) · solo_g
-  where a[g, v] ⇐ Y[g, v] > 0, and solo_g (only when no bound pod matches anywhere and g matches its own
-  terms: kube's first-pod rule) forces Σ_{h∈H} placed[h] ≤ 1.
+Required affinity (terms T of g; H = other groups matching all of T; F = bound pods matching all of T), per
+  term and value v with F[v] = 0:   Σ_{h∈H} Y[h, v] ≥ a[g, v] − first[g, v],   Σ_v first[g, v] ≤ 1
+  where a[g, v] ⇐ Y[g, v] > 0, and first exists only when no bound pod matches anywhere and g matches its
+  own terms (kube's first-pod rule): one domain may be seeded by g itself; every other domain needs a pod
+  of another matching group (g's own pods may then join, as each later pod finds the earlier ones).
 DoNotSchedule spread (constraint c of g; counts over eligible nodes, same namespace, matching c's selector):
   C_v = F_v + Σ_{h matching} Y[h, v];  m ≤ C_v for every domain v (m = 0 with fewer domains than minDomains);
   a[g, v] ⇒ C_v − m ≤ maxSkew.
@@ -143,30 +144,36 @@ def add_affinity(v: Variables, groups: list[PodGroup]) -> None:
         terms = pod_terms(index, g.rep).required_affinity
         if not terms or not v.y[g.gid]:
             continue
-        matching = [h for h in groups if all(_term_matches(index, t, h.rep) for t in terms)]
-        self_match = int(any(h.gid == g.gid for h in matching))
+        others = [h for h in groups if h is not g and all(_term_matches(index, t, h.rep) for t in terms)]
+        self_match = all(_term_matches(index, t, g.rep) for t in terms)
         fixed = affinity_counts(state, terms)
-        fixed_any = any(int(arr.sum()) > 0 for arr in fixed.values())
-        solo = None
-        if not fixed_any and self_match:
-            solo = v.model.NewBoolVar(f"solo_{g.gid}")
-            total = sum(v.placed[h.gid] for h in matching)
-            v.model.Add(total <= 1).OnlyEnforceIf(solo)
-            v.aux_hints.append((solo, lambda c, hs=matching: int(sum(sum(c.get(h.gid, {}).values())
-                                                                     for h in hs) <= 1)))
-        need = 1 + self_match
+        first_allowed = self_match and not any(int(arr.sum()) > 0 for arr in fixed.values())
         for t in terms:
             key = t.topology_key
             fixed_at = fixed.get(key)
+            firsts = []
             for val in v.domains(g.gid, key):
                 if fixed_at is not None and fixed_at[val] > 0:
                     continue
                 a = v.presence(g.gid, key, val)
-                support = [var for h in matching for var in v.domains(h.gid, key).get(val, [])]
-                if solo is None:
-                    v.model.Add(sum(support) >= need * a) if support else v.model.Add(a == 0)
+                support = [var for h in others for var in v.domains(h.gid, key).get(val, [])]
+                if first_allowed:
+                    first = v.model.NewBoolVar(f"first_{g.gid}_{key}_{val}")
+                    firsts.append(first)
+                    v.model.Add(sum(support) >= a - first)
+
+                    def hint_first(c, val=val, key=key, g=g, others=others):
+                        mine = v.hinted_domain(c, g.gid, key, val)
+                        theirs = sum(v.hinted_domain(c, h.gid, key, val) for h in others)
+                        return int(mine > 0 and theirs == 0)
+
+                    v.aux_hints.append((first, hint_first))
+                elif support:
+                    v.model.Add(sum(support) >= a)
                 else:
-                    v.model.Add(sum(support) >= need * a - need * solo)
+                    v.model.Add(a == 0)
+            if len(firsts) > 1:
+                v.model.Add(sum(firsts) <= 1)
 
 
 def add_spread(v: Variables, groups: list[PodGroup], defaults) -> None:

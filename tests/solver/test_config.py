@@ -1,7 +1,6 @@
 """Profiles from KubeSchedulerConfiguration, merged as kube-scheduler merges them."""
 
 import pytest
-
 from kplace.models.errors import ConfigError
 from kplace.solver.framework.config import default_config, load_config, parse_config
 

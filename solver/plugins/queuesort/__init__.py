@@ -1,24 +1,17 @@
 """PrioritySort (QueueSort): higher `spec.priority` first (nil → 0), then the earlier queue timestamp.
 
-kplace has no queue arrival times, so the timestamp is the pod's creation time (pods without one go last) and
-input order breaks remaining ties — the same order as `ClusterIndex.pending`.
+The key is `models.index.queue_key`, the one `ClusterIndex.pending` sorts by.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from kplace.models.index import PodInfo
+from kplace.models.index import PodInfo, queue_key
 
 from ...framework import Plugin
 
-_FAR = datetime.max
-
-
-def sort_key(pod: PodInfo) -> tuple[int, datetime, int]:
-    """Ascending key: (−priority, queue timestamp, input position)."""
-    ts = pod.creation.replace(tzinfo=None) if pod.creation else _FAR
-    return (-pod.priority, ts, pod.seq)
+sort_key = queue_key
 
 
 def less(a: PodInfo, b: PodInfo) -> bool:

@@ -1,0 +1,121 @@
+"""The greedy loop's own mechanics: sampling, rotation, tie-break, queue order, messages."""
+
+import numpy as np
+import pytest
+from kplace.solver.greedy import GreedyScheduler, heap_preorder_rank, num_feasible_nodes_to_find
+from kplace.solver.testing import build_state, node, pod
+
+
+@pytest.mark.parametrize(
+    ("n", "pct", "want"),
+    [
+        (5, 0, 5),
+        (99, 0, 99),
+        (100, 0, 100),
+        (500, 0, 230),
+        (1000, 0, 420),
+        (5000, 0, 500),
+        (15000, 0, 750),
+        (6000, 0, 300),
+        (1000, 50, 500),
+        (1000, 5, 100),
+        (50000, 0, 2500),
+    ],
+    ids=lambda v: str(v),
+)
+def test_the_number_of_feasible_nodes_to_find_follows_kubes_adaptive_percentage(n, pct, want):
+    assert num_feasible_nodes_to_find(pct, n) == want
+
+
+def _go_heap_root(scores: list[int]) -> int:
+    """Independent oracle: Go's container/heap.Init with Less = (a > b), then the root's original index."""
+    h = list(enumerate(scores))
+
+    def less(i, j):
+        return h[i][1] > h[j][1]
+
+    def down(i0, n):
+        i = i0
+        while True:
+            j1 = 2 * i + 1
+            if j1 >= n:
+                break
+            j = j1
+            if j1 + 1 < n and less(j1 + 1, j1):
+                j = j1 + 1
+            if not less(j, i):
+                break
+            h[i], h[j] = h[j], h[i]
+            i = j
+
+    n = len(h)
+    for i in range(n // 2 - 1, -1, -1):
+        down(i, n)
+    return h[0][0]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_order_tie_break_picks_the_node_gos_heap_puts_on_top(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 60))
+    scores = rng.integers(0, 4, size=n)  # few distinct values: many ties
+    state = build_state(node("n0"))
+    sched = GreedyScheduler(state.index, state=state)
+    assert sched.select(scores) == _go_heap_root(scores.tolist())
+
+
+def test_preorder_ranks_visit_parent_then_left_then_right_subtree():
+    assert heap_preorder_rank(7).tolist() == [0, 1, 4, 2, 3, 5, 6]
+
+
+def test_round_robin_start_spreads_equal_pods_over_equal_nodes_when_sampling():
+    # 200 identical nodes: kube samples 100 feasible nodes per pod and rotates the start by 100 each time.
+    nodes = [node(f"n{i:03d}") for i in range(200)]
+    pods = [pod(f"p{i}", cpu="100m", memory="100Mi", creation=f"2024-01-01T00:00:{i:02d}Z") for i in range(2)]
+    state = build_state(nodes, pods)
+    sched = GreedyScheduler(state.index, state=state)
+    first = sched.schedule_one(state.index.pending[0])
+    assert sched.next_start == 100
+    second = sched.schedule_one(state.index.pending[1])
+    assert sched.next_start == 0
+    assert first.node is not None and second.node is not None
+    assert first.node < 100 <= second.node
+
+
+def test_pods_are_taken_by_priority_then_creation_time():
+    state = build_state(
+        node("n1", cpu="1"),
+        pod("late-high", cpu="1", priority=10, creation="2024-01-01T00:00:09Z"),
+        pod("early-low", cpu="1", priority=0, creation="2024-01-01T00:00:01Z"),
+        pod("early-high", cpu="1", priority=10, creation="2024-01-01T00:00:02Z"),
+    )
+    assert [p.name for p in state.index.pending] == ["early-high", "late-high", "early-low"]
+
+
+def test_an_unplaceable_pod_gets_kubes_fit_error_message_with_sorted_counts():
+    state = build_state(
+        node("a", cpu="1"),
+        node("b", cpu="1"),
+        node("c", cpu="8", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+        pod("big", cpu="2"),
+    )
+    plan = GreedyScheduler(state.index, state=state).run()
+    reason = plan.placements[0].reason
+    assert plan.placements[0].node is None
+    assert reason.startswith("0/3 nodes are available: 1 node(s) had untolerated taint")
+    assert "2 Insufficient cpu" in reason
+    assert reason.index("1 node(s)") < reason.index("2 Insufficient cpu")  # sorted as strings
+    assert "preemption: 0/3 nodes are available:" in reason
+
+
+def test_a_pod_for_another_scheduler_is_left_alone():
+    state = build_state(node("a"), pod("other", spec={"schedulerName": "my-scheduler"}))
+    plan = GreedyScheduler(state.index, state=state).run()
+    assert plan.placements == []
+
+
+def test_assumed_pods_use_up_capacity_for_the_next_pod():
+    state = build_state(node("a", cpu="1"), [pod(f"p{i}", cpu="600m") for i in range(2)])
+    plan = GreedyScheduler(state.index, state=state).run()
+    assert [p.node for p in plan.placements] == ["a", None]
+    assert "1 Insufficient cpu" in plan.placements[1].reason
