@@ -95,6 +95,7 @@ class GreedyScheduler:
         seed: int = 0,
         state: ClusterState | None = None,
         preemption: bool = True,
+        respect_pdbs: bool = True,
     ) -> None:
         if tie_break not in ("order", "random"):
             raise ValueError(f"tie_break must be 'order' or 'random', got {tie_break!r}")
@@ -103,6 +104,7 @@ class GreedyScheduler:
         self.state = state or ClusterState(index)
         self.tie_break = tie_break
         self.preemption = preemption
+        self.respect_pdbs = respect_pdbs
         self.rng = np.random.default_rng(seed)
         self.next_start = 0
         self.n_nodes = len(index.nodes)

@@ -12,6 +12,10 @@
    latest earliest start time among the highest-priority victims; first candidate.
 Messages: nodes that cannot help are "Preemption is not helpful for scheduling" (UU) or "No preemption
 victims found for incoming pod".
+
+One deliberate difference: kplace never evicts what a PDB protects. kube takes a PDB-violating candidate
+when no other exists; kplace drops such candidates (the pod stays pending with "would violate a
+PodDisruptionBudget") unless the scheduler was built with `respect_pdbs=False`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
+PDB_PROTECTED = "preemption would violate a PodDisruptionBudget"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -171,6 +176,9 @@ def preempt(
         cand = select_victims(sched, profile, pod, node)
         if cand is None or not cand.victims:
             statuses[NO_VICTIMS] += 1
+            continue
+        if cand.violating and sched.respect_pdbs:
+            statuses[PDB_PROTECTED] += 1
             continue
         candidates.append(cand)
         non_violating += not cand.violating
