@@ -178,5 +178,75 @@ def explain(state, pod_key, config_path, candidates, output):
         render_explain(result)
 
 
+@main.command()
+@click.argument("state", nargs=-1, required=True, metavar="STATE... PLAN")
+@OUTPUT_OPT
+def verify(state, output):
+    """Check a plan (JSON from `kplace schedule`) against the state; exit 1 on any violation.
+
+    The last argument is the plan; the others are the state it was made for.
+
+    \b
+    Examples:
+      kplace schedule state.json --output json -o plan.json
+      kplace verify state.json plan.json
+    """
+    from kplace.models import compile_index, load_state
+
+    from .output import write_json
+    from .verify import load_plan, render_violations, verify_plan
+
+    if len(state) < 2:
+        raise click.UsageError("give the state and then the plan: kplace verify STATE... PLAN")
+    *state_files, plan_file = state
+    index = compile_index(load_state(state_files))
+    violations = verify_plan(index, load_plan(plan_file))
+    if output == "json":
+        write_json({"ok": not violations, "violations": [v.to_dict() for v in violations]})
+    else:
+        render_violations(violations)
+    sys.exit(1 if violations else 0)
+
+
+@main.command()
+@click.argument("workload", metavar="WORKLOAD")
+@click.option("--nodes", type=click.IntRange(min=1), default=None, help="Number of nodes (workload default).")
+@click.option("--pods", type=click.IntRange(min=0), default=None, help="Number of pending pods (workload default).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Workload-specific parameter.")
+@click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), required=True,
+              help="Where to write the kubectl-style v1 List (JSON), atomically.")
+def generate(workload, nodes, pods, seed, params, out_file):
+    """Generate a benchmark cluster state as a kubectl-style v1 List.
+
+    WORKLOAD is one of the generators listed by `kplace generate list -o -`.
+
+    \b
+    Examples:
+      kplace generate perf-basic --nodes 5000 --pods 10000 -o basic.json
+      kplace generate dcm --nodes 500 --param fraction=100 -o dcm.json
+    """
+    from kplace.instances.generators import generate as make
+    from kplace.instances.generators import list_workloads
+
+    from .output import dumps, write_atomic
+
+    if workload == "list":
+        for name, desc in list_workloads().items():
+            click.echo(f"{name:28} {desc}")
+        return
+    kv = {}
+    for item in params:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
+        kv[key] = value
+    data = make(workload, nodes=nodes, pods=pods, seed=seed, params=kv)
+    if out_file == "-":
+        sys.stdout.write(dumps(data))
+    else:
+        write_atomic(out_file, dumps(data))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
