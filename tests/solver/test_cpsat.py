@@ -1,0 +1,185 @@
+"""The CP-SAT engine: it places what greedy strands, keeps kube's hard rules, and never trades priority."""
+
+import pytest
+from kplace.solver.cpsat import CpsatOptions, schedule_cpsat
+from kplace.solver.greedy import schedule_greedy
+from kplace.solver.testing import build_state, node, pod
+
+OPTS = CpsatOptions(time_limit=5, workers=1)
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _ts(i: int) -> str:
+    return f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}Z"
+
+
+def _placed(plan) -> dict[str, str | None]:
+    return {p.pod.split("/", 1)[1]: p.node for p in plan.placements}
+
+
+def _anti(app: str, key: str = "kubernetes.io/hostname") -> dict:
+    return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}]}}}
+
+
+def _affinity(app: str, key: str = ZONE) -> dict:
+    return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}]}}}
+
+
+def test_cpsat_places_the_big_pod_that_greedy_spreading_strands():
+    state = build_state(
+        [node("a", cpu="4"), node("b", cpu="4")],
+        [pod("small-1", cpu="2", creation=_ts(1)), pod("small-2", cpu="2", creation=_ts(2)),
+         pod("big", cpu="4", creation=_ts(3))],
+    )
+    greedy = _placed(schedule_greedy(state.index))
+    cpsat = schedule_cpsat(state.index, options=OPTS)
+    assert greedy["big"] is None
+    placed = _placed(cpsat)
+    assert all(placed.values())
+    assert placed["small-1"] == placed["small-2"] != placed["big"]
+    assert cpsat.windows[0]["status"] == "OPTIMAL"
+
+
+def test_a_higher_priority_pod_is_never_traded_for_several_lower_priority_ones():
+    state = build_state(
+        node("a", cpu="4"),
+        [pod(f"low-{i}", cpu="1", priority=1, creation=_ts(i)) for i in range(4)],
+        pod("high", cpu="3", priority=100, creation=_ts(9)),
+    )
+    placed = _placed(schedule_cpsat(state.index, options=OPTS))
+    assert placed["high"] == "a"
+    assert sum(1 for k, v in placed.items() if k.startswith("low") and v) == 1
+
+
+def test_hostname_anti_affinity_puts_at_most_one_replica_per_node():
+    state = build_state(
+        [node(f"n{i}") for i in range(3)],
+        [pod(f"web-{i}", cpu="100m", labels={"app": "web"}, spec=_anti("web"), creation=_ts(i)) for i in range(4)],
+    )
+    placed = _placed(schedule_cpsat(state.index, options=OPTS))
+    nodes = [n for n in placed.values() if n]
+    assert len(nodes) == 3 and len(set(nodes)) == 3
+    unplaced = [p for p in schedule_cpsat(state.index, options=OPTS).placements if p.node is None]
+    assert "didn't match pod anti-affinity rules" in unplaced[0].reason
+
+
+def test_anti_affinity_to_a_running_pod_keeps_its_node_out_of_the_domain():
+    state = build_state(
+        [node("a"), node("b")],
+        pod("db", node_name="a", labels={"app": "db"}),
+        pod("web", cpu="100m", spec=_anti("db")),
+    )
+    assert _placed(schedule_cpsat(state.index, options=OPTS))["web"] == "b"
+
+
+def test_the_first_pod_of_a_self_affine_group_seeds_one_zone_and_the_rest_follow():
+    nodes = [node(f"{z}-{i}", cpu="1", labels={ZONE: z}) for z in ("z1", "z2") for i in range(2)]
+    pods = [pod(f"cache-{i}", cpu="500m", labels={"app": "cache"}, spec=_affinity("cache"), creation=_ts(i))
+            for i in range(6)]
+    placed = _placed(schedule_cpsat(build_state(nodes, pods).index, options=OPTS))
+    zones = {n.split("-")[0] for n in placed.values() if n}
+    assert len(zones) == 1
+    assert sum(1 for n in placed.values() if n) == 4  # one zone holds 4 of them
+
+
+def test_required_affinity_follows_a_running_pod_into_its_zone():
+    nodes = [node("z1-a", labels={ZONE: "z1"}), node("z2-a", labels={ZONE: "z2"})]
+    state = build_state(nodes, pod("db", node_name="z2-a", labels={"app": "db"}),
+                        pod("api", cpu="100m", spec=_affinity("db")))
+    assert _placed(schedule_cpsat(state.index, options=OPTS))["api"] == "z2-a"
+
+
+def test_do_not_schedule_spread_keeps_zone_skew_within_max_skew():
+    nodes = [node(f"{z}-{i}", labels={ZONE: z}) for z in ("z1", "z2") for i in range(2)]
+    spread = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                                             "labelSelector": {"matchLabels": {"app": "s"}}}]}
+    pods = [pod(f"s-{i}", cpu="100m", labels={"app": "s"}, spec=spread, creation=_ts(i)) for i in range(5)]
+    bound = [pod(f"old-{i}", node_name="z1-0", labels={"app": "s"}) for i in range(2)]
+    placed = _placed(schedule_cpsat(build_state(nodes, bound, pods).index, options=OPTS))
+    per_zone = {"z1": 2, "z2": 0}
+    for n in placed.values():
+        if n:
+            per_zone[n.split("-")[0]] += 1
+    assert abs(per_zone["z1"] - per_zone["z2"]) <= 1
+    assert sum(1 for n in placed.values() if n) == 5
+
+
+def test_two_pods_wanting_the_same_host_port_never_share_a_node():
+    ports = {"containers": [{"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}
+    state = build_state([node("a"), node("b")], [pod(f"p{i}", spec=ports, creation=_ts(i)) for i in range(3)])
+    placed = _placed(schedule_cpsat(state.index, options=OPTS))
+    nodes = [n for n in placed.values() if n]
+    assert sorted(nodes) == ["a", "b"]
+
+
+def test_later_windows_see_the_placements_of_earlier_windows():
+    state = build_state(node("a", cpu="2"), [pod(f"p{i}", cpu="1", creation=_ts(i)) for i in range(3)])
+    plan = schedule_cpsat(state.index, options=CpsatOptions(window=1, time_limit=5, workers=1))
+    assert len(plan.windows) == 3
+    assert [p.node for p in plan.placements] == ["a", "a", None]
+
+
+def test_pack_uses_as_few_nodes_as_bin_packing_allows():
+    # items 3,3,2,2,2 into bins of 6: the optimum is 2 bins; LeastAllocated spreading uses more.
+    nodes = [node(f"n{i}", cpu="6", memory="6Gi") for i in range(5)]
+    sizes = [3, 3, 2, 2, 2]
+    pods = [pod(f"p{i}", cpu=str(s), memory=f"{s}Gi", creation=_ts(i)) for i, s in enumerate(sizes)]
+    state = build_state(nodes, pods)
+    plan = schedule_cpsat(state.index, options=CpsatOptions(time_limit=5, workers=1, objective="pack"))
+    used = {p.node for p in plan.placements if p.node}
+    assert len(used) == 2
+    greedy_used = {p.node for p in schedule_greedy(state.index).placements if p.node}
+    assert len(greedy_used) > 2
+
+
+def test_balance_lowers_the_peak_utilisation():
+    nodes = [node("a", cpu="4"), node("b", cpu="4")]
+    pods = [pod(f"p{i}", cpu="1", creation=_ts(i)) for i in range(4)]
+    plan = schedule_cpsat(build_state(nodes, pods).index,
+                          options=CpsatOptions(time_limit=5, workers=1, objective="balance"))
+    per_node = {"a": 0, "b": 0}
+    for p in plan.placements:
+        per_node[p.node] += 1
+    assert per_node == {"a": 2, "b": 2}
+
+
+def test_the_same_seed_gives_the_same_plan():
+    nodes = [node(f"n{i}", cpu=str(2 + i % 3)) for i in range(6)]
+    pods = [pod(f"p{i}", cpu=f"{300 + 170 * (i % 5)}m", labels={"app": f"a{i % 3}"}, creation=_ts(i))
+            for i in range(20)]
+    state = build_state(nodes, pods)
+    opts = CpsatOptions(time_limit=2, workers=2, seed=7)
+    first = [(p.pod, p.node) for p in schedule_cpsat(state.index, options=opts).placements]
+    second = [(p.pod, p.node) for p in schedule_cpsat(state.index, options=opts).placements]
+    assert first == second
+
+
+def test_identical_pods_become_one_group_and_independent_pools_separate_models():
+    gpu = {"nodeSelector": {"pool": "gpu"}}
+    nodes = [node("cpu-1", labels={"pool": "cpu"}), node("gpu-1", labels={"pool": "gpu"})]
+    pods = [pod(f"web-{i}", cpu="100m", labels={"app": "web"}, spec={"nodeSelector": {"pool": "cpu"}},
+                creation=_ts(i)) for i in range(5)]
+    pods += [pod(f"train-{i}", cpu="100m", spec=gpu, creation=_ts(10 + i)) for i in range(3)]
+    window = schedule_cpsat(build_state(nodes, pods).index, options=OPTS).windows[0]
+    assert window["groups"] == 2
+    assert window["components"] == 2
+
+
+def test_when_greedy_needs_preemption_the_window_falls_back_to_greedys_plan():
+    state = build_state(
+        node("a", cpu="2"),
+        pod("victim", cpu="2", node_name="a", priority=0),
+        pod("urgent", cpu="2", priority=1000),
+    )
+    plan = schedule_cpsat(state.index, options=OPTS)
+    assert plan.windows[0]["status"] == "FALLBACK"
+    assert _placed(plan)["urgent"] == "a"
+    assert [e.pod for e in plan.evictions] == ["default/victim"]
+
+
+@pytest.mark.parametrize("objective", ["default", "pack", "balance"])
+def test_an_empty_window_is_not_an_error(objective):
+    plan = schedule_cpsat(build_state(node("a")).index, options=CpsatOptions(objective=objective))
+    assert plan.placements == [] and plan.windows == []
