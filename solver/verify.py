@@ -1,0 +1,539 @@
+"""The independent verifier: does a plan respect kube-scheduler's predicates against the state it was made for?
+
+This module shares nothing with the engines: it imports neither the CP-SAT encoding (`solver/cpsat`) nor the
+plugins (`solver/plugins`, `solver/framework`). It reads the pydantic objects and uses only the pure kube
+predicates of `kplace.models` (label and node selectors, tolerations, pod requests and host ports). Every
+rule is re-stated here from kube-scheduler's semantics (reference §2), as plainly as possible.
+
+Checks:
+1. Each placement names a pending pod of the state (at most once) and, when placed, an existing node.
+2. Each eviction names a pod bound to that node with strictly lower priority than its preemptor, which the
+   plan places on that node; no eviction may take a PodDisruptionBudget below zero (PDBs in the victim's
+   namespace whose non-empty selector matches it; budget `snapshot.pdb_disruptions_allowed`, one per
+   eviction).
+3. Replay. The state starts as the bound pods. The plan's placed pods are bound in plan order, as a fixpoint:
+   each sweep binds every not-yet-bound pod whose checks pass against the current state, until a sweep binds
+   nothing; the pods left are violations, each with the last rule it failed. So a plan verifies exactly when
+   this search finds an order in which every pod passes kube's filters at its binding time (greedy plans pass
+   in plan order; CP-SAT plans describe a final state and may need another order). A preemptor's victims
+   leave the state when the preemptor binds (as kube's preemption does), so pods bound earlier saw them.
+   Per pod, in kube's filter order: SchedulingGates, NodeUnschedulable, NodeName, TaintToleration,
+   NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread (DoNotSchedule), InterPodAffinity (required
+   affinity with the first-pod rule, required anti-affinity both ways).
+
+Not checked: volumes (VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits are not implemented by
+kplace, so pods that need them are not checked for volumes), DynamicResources, and anything a custom
+KubeSchedulerConfiguration changes (disabled filters, ignoredResources, hard default spread constraints): the
+verifier always applies kube's default profile.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kplace.models.errors import InputError
+from kplace.models.index import ClusterIndex
+from kplace.models.k8s import LabelSelector, LabelSelectorRequirement, Node, Pod, PodAffinityTerm, Taint
+from kplace.models.plan import Eviction, Placement, Plan
+from kplace.models.quantity import canonical
+from kplace.models.requests import host_ports, pod_requests
+from kplace.models.selectors import Selector, node_term_matches, selector_matches
+from kplace.models.tolerations import tolerated_by_any
+
+HARD_EFFECTS = ("NoSchedule", "NoExecute")
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+NATIVE = ("cpu", "memory", "ephemeral-storage")
+
+
+@dataclass
+class Violation:
+    pod: str
+    node: str | None
+    rule: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- loading a plan -------------------------------------------------------------------------------
+
+
+def _want(cond: bool, path: str, where: str, what: str) -> None:
+    if not cond:
+        raise InputError(what, source=path, field=where)
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read the JSON `kplace schedule --output json` writes. Bad files raise InputError naming file and field."""
+    src = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read the plan: {exc.strerror or exc}", source=src) from None
+    except UnicodeDecodeError:
+        raise InputError("the plan is not UTF-8 text", source=src) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=src) from None
+    _want(isinstance(data, dict), src, "", "a plan is a JSON object with `placements`")
+    _want("placements" in data, src, "placements", "missing")
+    engine = data.get("engine", "unknown")
+    _want(isinstance(engine, str), src, "engine", "must be a string")
+    plan = Plan(engine=engine)
+    raw = data["placements"]
+    _want(isinstance(raw, list), src, "placements", "must be a list")
+    for i, p in enumerate(raw):
+        at = f"placements[{i}]"
+        _want(isinstance(p, dict), src, at, "must be an object with `pod` and `node`")
+        pod, node = p.get("pod"), p.get("node")
+        _want(isinstance(pod, str) and "/" in pod, src, f"{at}.pod", "must be a string `namespace/name`")
+        _want("node" in p, src, f"{at}.node", "missing (null for an unplaced pod)")
+        _want(node is None or (isinstance(node, str) and node != ""), src, f"{at}.node",
+              "must be a node name or null")
+        reason = p.get("reason")
+        _want(reason is None or isinstance(reason, str), src, f"{at}.reason", "must be a string or null")
+        nominated = p.get("nominated", False)
+        _want(isinstance(nominated, bool), src, f"{at}.nominated", "must be true or false")
+        plan.placements.append(Placement(pod, node, reason, 0, nominated))
+    raw = data.get("evictions", [])
+    _want(isinstance(raw, list), src, "evictions", "must be a list")
+    for i, e in enumerate(raw):
+        at = f"evictions[{i}]"
+        _want(isinstance(e, dict), src, at, "must be an object with `pod`, `node` and `preemptor`")
+        for name in ("pod", "node", "preemptor"):
+            _want(isinstance(e.get(name), str) and e[name] != "", src, f"{at}.{name}", "must be a non-empty string")
+        prio = e.get("priority", 0)
+        _want(isinstance(prio, int) and not isinstance(prio, bool), src, f"{at}.priority", "must be an integer")
+        pdb = e.get("pdb_violation", False)
+        _want(isinstance(pdb, bool), src, f"{at}.pdb_violation", "must be true or false")
+        plan.evictions.append(Eviction(e["pod"], e["node"], e["preemptor"], prio, pdb))
+    return plan
+
+
+# --- the objects the replay works on --------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Pod:
+    key: str
+    pod: Pod
+    ns: str
+    labels: dict[str, str]
+    priority: int
+    requests: dict[str, int]
+    ports: list[tuple[str, str, int]]
+    terminating: bool
+
+
+def _pod(pod: Pod) -> _Pod:
+    m = pod.metadata
+    return _Pod(f"{m.namespace}/{m.name}", pod, m.namespace, m.labels, pod.spec.priority or 0, pod_requests(pod),
+                host_ports(pod), m.deletion_timestamp is not None)
+
+
+@dataclass(frozen=True)
+class _Term:
+    """A required pod (anti-)affinity term: namespaces ∪ namespaceSelector, label selector, topology key."""
+
+    names: frozenset[str]
+    ns_selector: Selector
+    selector: Selector
+    key: str
+
+
+def _term(owner: _Pod, t: PodAffinityTerm) -> _Term:
+    """Namespaces default to the owner's; matchLabelKeys / mismatchLabelKeys merge into the label selector
+    (`key In / NotIn [owner's value]`, for keys the owner carries), as the API server does on creation."""
+    own = not t.namespaces and t.namespace_selector is None
+    sel = t.label_selector
+    if sel is not None and (t.match_label_keys or t.mismatch_label_keys):
+        extra = [LabelSelectorRequirement(key=k, operator=op, values=[owner.labels[k]])
+                 for keys, op in ((t.match_label_keys, "In"), (t.mismatch_label_keys, "NotIn"))
+                 for k in keys if k in owner.labels]
+        sel = LabelSelector(match_labels=sel.match_labels, match_expressions=[*sel.match_expressions, *extra])
+    names = frozenset([owner.ns]) if own else frozenset(t.namespaces)
+    return _Term(names, Selector(t.namespace_selector), Selector(sel), t.topology_key)
+
+
+def _required(pod: Pod, anti: bool) -> list[PodAffinityTerm]:
+    a = pod.spec.affinity
+    pa = (a.pod_anti_affinity if anti else a.pod_affinity) if a else None
+    return pa.required_during_scheduling_ignored_during_execution if pa else []
+
+
+@dataclass(frozen=True)
+class _Spread:
+    max_skew: int
+    key: str
+    selector: Selector
+    min_domains: int
+    eligibility: tuple  # hashable description of the eligible nodes
+
+
+class _Count:
+    """Pods matching `match`, per value of node label `key`, over the `eligible` nodes (which must carry `key`).
+
+    Kept current from the state's event log (appended on every bind and eviction), lazily: each query first
+    applies the events it has not seen. `low` is the minimum over the domains (values of eligible nodes),
+    maintained through a histogram of the per-domain counts.
+    """
+
+    def __init__(self, key: str, match: Callable[[_Pod], bool], eligible: list[bool], domains: set[str]) -> None:
+        self.key, self.match, self.eligible = key, match, eligible
+        self.by_value: Counter[str] = Counter()
+        self.total = 0
+        self.domains = domains
+        self.hist: Counter[int] = Counter({0: len(domains)})
+        self.low = 0
+        self.seen = 0
+
+    def bump(self, value: str, delta: int) -> None:
+        old = self.by_value[value]
+        self.by_value[value] = old + delta
+        self.total += delta
+        if value in self.domains:
+            self.hist[old] -= 1
+            self.hist[old + delta] += 1
+            if delta < 0:
+                self.low = min(self.low, old + delta)
+            while self.hist[self.low] == 0:
+                self.low += 1
+
+
+# --- the verifier ---------------------------------------------------------------------------------
+
+
+class _Verifier:
+    def __init__(self, index: ClusterIndex) -> None:
+        self.index = index
+        self.nodes: list[Node] = list(index.nodes)
+        self.node_id = {n.metadata.name: i for i, n in enumerate(self.nodes)}
+        self.labels = [n.metadata.labels for n in self.nodes]
+        self.ns_labels = index.namespace_labels
+        self.alloc = [{r: canonical(r, q) for r, q in n.allocatable.items()} for n in self.nodes]
+        # The state: per-node pods, requested resources, host ports; the event log the counts follow.
+        self.on_node: list[dict[str, _Pod]] = [{} for _ in self.nodes]
+        self.used: list[Counter[str]] = [Counter() for _ in self.nodes]
+        self.ports: list[Counter[tuple[str, str, int]]] = [Counter() for _ in self.nodes]
+        self.log: list[tuple[_Pod, int, int]] = []
+        self.counts: dict[tuple, _Count] = {}
+        self.eligible_cache: dict[tuple, list[bool]] = {}
+        # Existing pods' required anti-affinity: per term, how many pods carry it per value of its key.
+        self.anti_terms: dict[_Term, Counter[str]] = {}
+        self.anti_order: list[_Term] = []
+        self.anti_match: dict[tuple, tuple[int, list[_Term]]] = {}
+        self.compiled: dict[str, tuple] = {}
+
+    # --- the state ---------------------------------------------------------------------------------
+
+    def add(self, p: _Pod, n: int, sign: int = 1) -> None:
+        if sign > 0:
+            self.on_node[n][p.key] = p
+        else:
+            del self.on_node[n][p.key]
+        self.used[n].update({r: sign * v for r, v in p.requests.items()})
+        self.ports[n].update({t: sign for t in p.ports})
+        self.log.append((p, n, sign))
+        for t in self.terms(p)[1]:
+            value = self.labels[n].get(t.key)
+            if value is not None:
+                if t not in self.anti_terms:
+                    self.anti_terms[t] = Counter()
+                    self.anti_order.append(t)
+                self.anti_terms[t][value] += sign
+
+    def terms(self, p: _Pod) -> tuple[list[_Term], list[_Term], list[_Spread]]:
+        """(required affinity, required anti-affinity, DoNotSchedule spread constraints), compiled once."""
+        hit = self.compiled.get(p.key)
+        if hit is None:
+            aff = [_term(p, t) for t in _required(p.pod, anti=False)]
+            anti = [_term(p, t) for t in _required(p.pod, anti=True)]
+            hit = self.compiled[p.key] = (aff, anti, self.spread_constraints(p))
+        return hit
+
+    def spread_constraints(self, p: _Pod) -> list[_Spread]:
+        hard = [c for c in p.pod.spec.topology_spread_constraints if c.when_unsatisfiable == "DoNotSchedule"]
+        keys = tuple(sorted({c.topology_key for c in hard}))
+        spec = p.pod.spec
+        na = spec.affinity.node_affinity if spec.affinity else None
+        req = na.required_during_scheduling_ignored_during_execution if na else None
+        affinity_sig = (tuple(sorted(spec.node_selector.items())), req.model_dump_json() if req else None)
+        taints_sig = tuple(t.model_dump_json() for t in spec.tolerations)
+        out = []
+        for c in hard:
+            extra = {k: p.labels[k] for k in c.match_label_keys if k in p.labels}
+            honor_affinity = (c.node_affinity_policy or "Honor") == "Honor"
+            honor_taints = (c.node_taints_policy or "Ignore") == "Honor"
+            sig = (keys, affinity_sig if honor_affinity else None, taints_sig if honor_taints else None)
+            if sig not in self.eligible_cache:
+                self.eligible_cache[sig] = [
+                    all(k in self.labels[n] for k in keys)
+                    and (not honor_affinity or self.node_affinity_ok(p.pod, n))
+                    and (not honor_taints or self.untolerated_taint(p.pod, n) is None)
+                    for n in range(len(self.nodes))
+                ]
+            out.append(_Spread(c.max_skew, c.topology_key, Selector(c.label_selector, extra), c.min_domains or 1, sig))
+        return out
+
+    def count(self, sig: tuple, key: str, match: Callable[[_Pod], bool], eligible: list[bool]) -> _Count:
+        c = self.counts.get(sig)
+        if c is None:
+            domains = {self.labels[n][key] for n in range(len(self.nodes)) if eligible[n]}
+            c = self.counts[sig] = _Count(key, match, eligible, domains)
+        for p, n, sign in self.log[c.seen:]:
+            if c.eligible[n] and c.match(p):
+                c.bump(self.labels[n][key], sign)
+        c.seen = len(self.log)
+        return c
+
+    def has_key(self, key: str) -> list[bool]:
+        sig = ("has", key)
+        if sig not in self.eligible_cache:
+            self.eligible_cache[sig] = [key in labels for labels in self.labels]
+        return self.eligible_cache[sig]
+
+    def term_matches(self, t: _Term, q: _Pod) -> bool:
+        return ((q.ns in t.names or t.ns_selector.matches(self.ns_labels.get(q.ns, {})))
+                and t.selector.matches(q.labels))
+
+    def term_count(self, terms: list[_Term], key: str) -> _Count:
+        """Pods matching every term of `terms`, per value of `key` (on nodes carrying `key`)."""
+        terms_t = tuple(terms)
+        return self.count(("terms", terms_t, key), key,
+                          lambda q: all(self.term_matches(t, q) for t in terms_t), self.has_key(key))
+
+    # --- node-local predicates ---------------------------------------------------------------------
+
+    def untolerated_taint(self, pod: Pod, n: int) -> Taint | None:
+        for taint in self.nodes[n].spec.taints:
+            if taint.effect in HARD_EFFECTS and not tolerated_by_any(pod.spec.tolerations, taint):
+                return taint
+        return None
+
+    def node_affinity_ok(self, pod: Pod, n: int) -> bool:
+        labels, name = self.labels[n], self.nodes[n].metadata.name
+        if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
+            return False
+        na = pod.spec.affinity.node_affinity if pod.spec.affinity else None
+        req = na.required_during_scheduling_ignored_during_execution if na else None
+        return req is None or any(node_term_matches(t, labels, name) for t in req.node_selector_terms)
+
+    # --- one pod on one node -----------------------------------------------------------------------
+
+    def check(self, p: _Pod, n: int) -> tuple[str, str] | None:
+        """The first failing rule (kube's filter order) for binding `p` to node `n` now, or None."""
+        pod, node, labels = p.pod, self.nodes[n], self.labels[n]
+        spec = pod.spec
+        if spec.scheduling_gates:
+            return "SchedulingGates", "the pod has scheduling gates, so it is not schedulable"
+        if node.spec.unschedulable and not tolerated_by_any(spec.tolerations, UNSCHEDULABLE_TAINT):
+            return "NodeUnschedulable", "node(s) were unschedulable"
+        if spec.node_name and spec.node_name != node.metadata.name:
+            return "NodeName", f"the pod's spec.nodeName is {spec.node_name!r}"
+        taint = self.untolerated_taint(pod, n)
+        if taint is not None:
+            return "TaintToleration", f"untolerated taint {{{taint.key}: {taint.value}}} ({taint.effect})"
+        if not self.node_affinity_ok(pod, n):
+            return "NodeAffinity", "node(s) didn't match Pod's node affinity/selector"
+        for ip, proto, port in p.ports:
+            for (uip, uproto, uport), k in self.ports[n].items():
+                if k > 0 and (uproto, uport) == (proto, port) and (uip == ip or "0.0.0.0" in (ip, uip)):
+                    return "NodePorts", f"host port {ip}:{port}/{proto} conflicts with {uip}:{port}/{proto}"
+        if len(self.on_node[n]) + 1 > self.alloc[n].get("pods", 0):
+            return "NodeResourcesFit", "Too many pods"
+        for r, v in sorted(p.requests.items()):
+            checked = r in NATIVE or "/" in r or r.startswith(("hugepages-", "attachable-volumes-"))
+            if v > 0 and checked and v > self.alloc[n].get(r, 0) - self.used[n][r]:
+                return "NodeResourcesFit", (f"Insufficient {r}: requests {v}, free "
+                                            f"{self.alloc[n].get(r, 0) - self.used[n][r]} of {self.alloc[n].get(r, 0)}")
+        aff, anti, spread = self.terms(p)
+        for c in spread:
+            fail = self.spread_fails(p, n, c)
+            if fail:
+                return "PodTopologySpread", fail
+        if aff:
+            fail = self.affinity_fails(p, n, aff)
+            if fail:
+                return "InterPodAffinity", fail
+        for t in anti:
+            value = labels.get(t.key)
+            if value is not None and self.term_count([t], t.key).by_value[value] > 0:
+                return "InterPodAffinity", f"node(s) didn't satisfy the pod's anti-affinity rule ({t.key}={value})"
+        for t in self.existing_anti_matching(p):
+            value = labels.get(t.key)
+            if value is not None and self.anti_terms[t][value] > 0:
+                return "InterPodAffinity", (f"node(s) didn't satisfy existing pods' anti-affinity rules "
+                                            f"({t.key}={value})")
+        return None
+
+    def spread_fails(self, p: _Pod, n: int, c: _Spread) -> str | None:
+        value = self.labels[n].get(c.key)
+        if value is None:
+            return f"node(s) didn't match pod topology spread constraints (missing required label {c.key})"
+        sel, ns = c.selector, p.ns
+
+        def match(q: _Pod) -> bool:  # kube's countPodsMatchSelector: an empty selector counts nothing
+            return not sel.empty and q.ns == ns and not q.terminating and sel.matches(q.labels)
+
+        cnt = self.count(("spread", ns, sel, c.key, c.eligibility), c.key, match, self.eligible_cache[c.eligibility])
+        low = 0 if len(cnt.domains) < c.min_domains else cnt.low
+        skew = cnt.by_value[value] + int(sel.matches(p.labels)) - low
+        if skew > c.max_skew:
+            return (f"node(s) didn't match pod topology spread constraints ({c.key}={value}: skew {skew} > "
+                    f"maxSkew {c.max_skew})")
+        return None
+
+    def affinity_fails(self, p: _Pod, n: int, aff: list[_Term]) -> str | None:
+        labels = self.labels[n]
+        for t in aff:
+            if t.key not in labels:
+                return f"node(s) didn't match pod affinity rules (missing topology key {t.key})"
+        counts = [self.term_count(aff, t.key) for t in aff]
+        if all(c.by_value[labels[t.key]] > 0 for c, t in zip(counts, aff, strict=True)):
+            return None
+        if all(c.total == 0 for c in counts) and all(self.term_matches(t, p) for t in aff):
+            return None  # kube's first-pod rule
+        return "node(s) didn't match pod affinity rules"
+
+    def existing_anti_matching(self, p: _Pod) -> list[_Term]:
+        """Existing pods' anti-affinity terms that select `p` (cached per namespace and label set)."""
+        key = (p.ns, frozenset(p.labels.items()))
+        done, terms = self.anti_match.get(key, (0, []))
+        if done < len(self.anti_order):
+            terms = terms + [t for t in self.anti_order[done:] if self.term_matches(t, p)]
+            self.anti_match[key] = (len(self.anti_order), terms)
+        return terms
+
+    # --- the plan ----------------------------------------------------------------------------------
+
+    def run(self, plan: Plan) -> list[Violation]:
+        out: list[Violation] = []
+        infos = {pi.key: pi for pi in self.index.pods}
+        pods: dict[str, _Pod] = {}
+
+        def get(key: str) -> _Pod:
+            if key not in pods:
+                pods[key] = _pod(infos[key].pod)
+            return pods[key]
+
+        for pi in self.index.pods:
+            if pi.node >= 0 and not pi.pending:
+                self.add(get(pi.key), self.node_id[pi.pod.spec.node_name])
+
+        # 1. placements
+        todo: list[tuple[_Pod, int]] = []
+        placed_on: dict[str, str] = {}
+        seen: set[str] = set()
+        for pl in plan.placements:
+            pi = infos.get(pl.pod)
+            if pi is None:
+                out.append(Violation(pl.pod, pl.node, "UnknownPod", "no such pod in the state"))
+                continue
+            if not pi.pending:
+                where = f"bound to {pi.pod.spec.node_name}" if pi.pod.spec.node_name else "terminating"
+                out.append(Violation(pl.pod, pl.node, "NotPending", f"the pod is not pending ({where})"))
+                continue
+            if pl.pod in seen:
+                out.append(Violation(pl.pod, pl.node, "DuplicatePod", "the pod appears more than once in the plan"))
+                continue
+            seen.add(pl.pod)
+            if pl.node is None:
+                continue
+            if pl.node not in self.node_id:
+                out.append(Violation(pl.pod, pl.node, "UnknownNode", f"no node {pl.node!r} in the state"))
+                continue
+            placed_on[pl.pod] = pl.node
+            todo.append((get(pl.pod), self.node_id[pl.node]))
+
+        # 2. evictions
+        victims: dict[str, list[_Pod]] = {}
+        evicted: set[str] = set()
+        snap = self.index.snapshot
+        budget = {i: snap.pdb_disruptions_allowed(pdb) for i, pdb in enumerate(snap.pdbs)}
+        for e in plan.evictions:
+            pi = infos.get(e.pod)
+            if pi is None or pi.pending or pi.node < 0 or pi.pod.spec.node_name != e.node:
+                where = "not a bound pod of the state" if pi is None or pi.node < 0 or pi.pending else (
+                    f"bound to {pi.pod.spec.node_name}")
+                out.append(Violation(e.pod, e.node, "Preemption", f"the victim is {where}, not on {e.node}"))
+                continue
+            if e.pod in evicted:
+                out.append(Violation(e.pod, e.node, "Preemption", "the victim is evicted more than once"))
+                continue
+            evicted.add(e.pod)
+            victim = get(e.pod)
+            for i, pdb in enumerate(snap.pdbs):
+                sel = pdb.spec.selector
+                if (pdb.metadata.namespace == victim.ns and sel is not None
+                        and (sel.match_labels or sel.match_expressions) and selector_matches(sel, victim.labels)):
+                    budget[i] -= 1
+                    if budget[i] < 0:
+                        out.append(Violation(e.pod, e.node, "PodDisruptionBudget",
+                                             f"evicting it takes PodDisruptionBudget {pdb.metadata.namespace}/"
+                                             f"{pdb.metadata.name} below zero disruptions allowed"))
+            if placed_on.get(e.preemptor) != e.node:
+                out.append(Violation(e.pod, e.node, "Preemption",
+                                     f"its preemptor {e.preemptor} is not placed on {e.node} by the plan"))
+                continue
+            preemptor = get(e.preemptor)
+            if victim.priority >= preemptor.priority:
+                out.append(Violation(e.pod, e.node, "Preemption",
+                                     f"the victim's priority {victim.priority} is not lower than its preemptor "
+                                     f"{e.preemptor}'s {preemptor.priority}"))
+                continue
+            victims.setdefault(e.preemptor, []).append(victim)
+
+        # 3. replay, as a fixpoint over the order
+        last: dict[str, tuple[str, str]] = {}
+        while todo:
+            left = []
+            for p, n in todo:
+                gone = victims.get(p.key, [])
+                for v in gone:
+                    self.add(v, self.node_id[v.pod.spec.node_name], -1)
+                fail = self.check(p, n)
+                if fail is None:
+                    self.add(p, n)
+                    continue
+                for v in gone:
+                    self.add(v, self.node_id[v.pod.spec.node_name])
+                last[p.key] = fail
+                left.append((p, n))
+            if len(left) == len(todo):
+                break
+            todo = left
+        for p, n in todo:
+            rule, message = last[p.key]
+            out.append(Violation(p.key, self.nodes[n].metadata.name, rule, message))
+        return out
+
+
+def verify_plan(index: ClusterIndex, plan: Plan) -> list[Violation]:
+    """Every violation of the plan against the state (an empty list: the plan verifies)."""
+    return _Verifier(index).run(plan)
+
+
+def render_violations(violations: list[Violation], limit: int = 100) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not violations:
+        console.print("plan verified: no violations")
+        return
+    t = Table(title=f"{len(violations)} violation(s)", title_justify="left")
+    for c in ("pod", "node", "rule"):
+        t.add_column(c)
+    t.add_column("message", overflow="fold")
+    for v in violations[:limit]:
+        t.add_row(v.pod, v.node or "-", v.rule, v.message)
+    console.print(t)
+    if len(violations) > limit:
+        console.print(f"... {len(violations) - limit} more (use --output json for all)")
