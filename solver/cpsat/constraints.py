@@ -27,29 +27,24 @@ from collections import defaultdict
 import networkx as nx
 import numpy as np
 from kplace.models.index import HOSTNAME
+from ortools.sat.python import cp_model
 
-from ..plugins.interpodaffinity.terms import affinity_counts, pod_terms, resolve_namespaces
-from .groups import PodGroup
+from ..plugins.interpodaffinity.terms import affinity_counts, pod_terms
+from .groups import GroupMatcher, PodGroup
 from .variables import Variables
 
 
-def _term_matches(index, term, pod) -> bool:
-    ns = resolve_namespaces(index, term)
-    return (ns is None or pod.namespace in ns) and term.selector.matches(pod.labels)
-
-
-def rule_edges(index, groups: list[PodGroup]) -> set[tuple[int, int]]:
+def rule_edges(index, match: GroupMatcher) -> set[tuple[int, int]]:
     """Pairs of groups a hard rule ties: (anti-)affinity terms that match, DoNotSchedule spread selectors."""
     from ..plugins.podtopologyspread.spread import compile_constraints
 
     edges: set[tuple[int, int]] = set()
-    for g in groups:
+    for g in match.groups:
         terms = pod_terms(index, g.rep)
         for t in (*terms.required_anti, *terms.required_affinity):
-            edges.update((g.gid, h.gid) for h in groups if h is not g and _term_matches(index, t, h.rep))
+            edges.update((g.gid, h.gid) for h in match.term(t) if h is not g)
         for c in compile_constraints(g.rep.spread_constraints, g.rep.labels, "DoNotSchedule"):
-            edges.update((g.gid, h.gid) for h in groups
-                         if h is not g and h.rep.namespace == g.rep.namespace and c.selector.matches(h.rep.labels))
+            edges.update((g.gid, h.gid) for h in match.selector(g.rep.namespace, c.selector) if h is not g)
     return edges
 
 
@@ -57,18 +52,17 @@ def add_capacity(v: Variables) -> None:
     state, index = v.state, v.state.index
     for n, entries in v.by_node.items():
         free = index.alloc[n] - state.requested[n]
-        for r in range(len(index.resources)):
-            terms, worst = [], 0
-            for g, var in entries:
-                c = int(index.pod_req[g.rep.idx, r])
-                if c > 0:
-                    terms.append(c * var)
-                    worst += c * v.ub[g.gid][n]
-            if worst > free[r]:  # only when the bounds alone do not already guarantee it
-                v.model.Add(sum(terms) <= int(free[r]))
+        reqs = index.pod_req[[g.rep.idx for g, _ in entries]]
+        ubs = np.array([v.ub[g.gid][n] for g, _ in entries], dtype=np.int64)
+        variables = [var for _, var in entries]
+        worst = ubs @ reqs
+        for r in np.flatnonzero(worst > free).tolist():  # only where the bounds alone do not guarantee it
+            nz = np.flatnonzero(reqs[:, r] > 0).tolist()
+            v.model.add(cp_model.LinearExpr.weighted_sum([variables[i] for i in nz], reqs[nz, r].tolist())
+                        <= int(free[r]))
         slots = int(index.max_pods[n] - state.pod_count[n])
-        if sum(v.ub[g.gid][n] for g, _ in entries) > slots:
-            v.model.Add(sum(var for _, var in entries) <= slots)
+        if int(ubs.sum()) > slots:
+            v.model.add(cp_model.LinearExpr.sum(variables) <= slots)
 
 
 def add_host_ports(v: Variables, groups: list[PodGroup]) -> None:
@@ -84,27 +78,26 @@ def add_host_ports(v: Variables, groups: list[PodGroup]) -> None:
             wild = by_ip.get("0.0.0.0", [])
             specific = [ip for ip in by_ip if ip != "0.0.0.0"]
             if not specific and len(wild) > 1:
-                v.model.Add(sum(wild) <= 1)
+                v.model.add(sum(wild) <= 1)
             for ip in specific:
                 if len(wild) + len(by_ip[ip]) > 1:
-                    v.model.Add(sum(wild) + sum(by_ip[ip]) <= 1)
+                    v.model.add(sum(wild) + sum(by_ip[ip]) <= 1)
 
 
-def anti_affinity_pairs(index, groups: list[PodGroup]) -> set[tuple[int, int, str]]:
+def anti_affinity_pairs(index, match: GroupMatcher) -> set[tuple[int, int, str]]:
     """(g, h, key) with g ≤ h such that g's required anti-affinity term on `key` matches h, or h's matches g."""
     pairs: set[tuple[int, int, str]] = set()
-    for g in groups:
+    for g in match.groups:
         for t in pod_terms(index, g.rep).required_anti:
-            for h in groups:
-                if _term_matches(index, t, h.rep):
-                    a, b = sorted((g.gid, h.gid))
-                    pairs.add((a, b, t.topology_key))
+            for h in match.term(t):
+                a, b = sorted((g.gid, h.gid))
+                pairs.add((a, b, t.topology_key))
     return pairs
 
 
-def add_anti_affinity(v: Variables, groups: list[PodGroup]) -> int:
+def add_anti_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher) -> int:
     """Returns the number of hostname cliques used as cuts."""
-    pairs = anti_affinity_pairs(v.state.index, groups)
+    pairs = anti_affinity_pairs(v.state.index, match)
     for a, b, key in pairs:
         if a == b:
             if key == HOSTNAME:
@@ -112,7 +105,7 @@ def add_anti_affinity(v: Variables, groups: list[PodGroup]) -> int:
             else:
                 for val, terms in v.domains(a, key).items():
                     if v.domain_ub(a, key, val) > 1:
-                        v.model.Add(sum(terms) <= 1)
+                        v.model.add(sum(terms) <= 1)
     one_per_node = {g.gid for g in groups if all(u <= 1 for u in v.ub[g.gid].values())}
     graph = nx.Graph()
     cliques = 0
@@ -124,9 +117,9 @@ def add_anti_affinity(v: Variables, groups: list[PodGroup]) -> int:
             continue
         da, db = v.domains(a, key), v.domains(b, key)
         for val in set(da) & set(db):
-            lit = v.model.NewBoolVar(f"anti_{a}_{b}_{val}")
-            v.model.Add(sum(da[val]) <= v.domain_ub(a, key, val) * lit)
-            v.model.Add(sum(db[val]) <= v.domain_ub(b, key, val) * (1 - lit))
+            lit = v.model.new_bool_var(f"anti_{a}_{b}_{val}")
+            v.model.add(sum(da[val]) <= v.domain_ub(a, key, val) * lit)
+            v.model.add(sum(db[val]) <= v.domain_ub(b, key, val) * (1 - lit))
             v.aux_hints.append((lit, lambda c, a=a, key=key, val=val: int(v.hinted_domain(c, a, key, val) > 0)))
     for clique in nx.find_cliques(graph):
         cliques += 1
@@ -134,18 +127,19 @@ def add_anti_affinity(v: Variables, groups: list[PodGroup]) -> int:
         for n in nodes:
             terms = [v.y[g][n] for g in clique if n in v.y[g]]
             if len(terms) > 1:
-                v.model.Add(sum(terms) <= 1)
+                v.model.add(sum(terms) <= 1)
     return cliques
 
 
-def add_affinity(v: Variables, groups: list[PodGroup]) -> None:
+def add_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher) -> None:
     index, state = v.state.index, v.state
     for g in groups:
         terms = pod_terms(index, g.rep).required_affinity
         if not terms or not v.y[g.gid]:
             continue
-        others = [h for h in groups if h is not g and all(_term_matches(index, t, h.rep) for t in terms)]
-        self_match = all(_term_matches(index, t, g.rep) for t in terms)
+        matching = match.terms(terms)
+        others = [h for h in matching if h is not g]
+        self_match = len(others) < len(matching)
         fixed = affinity_counts(state, terms)
         first_allowed = self_match and not any(int(arr.sum()) > 0 for arr in fixed.values())
         for t in terms:
@@ -158,9 +152,9 @@ def add_affinity(v: Variables, groups: list[PodGroup]) -> None:
                 a = v.presence(g.gid, key, val)
                 support = [var for h in others for var in v.domains(h.gid, key).get(val, [])]
                 if first_allowed:
-                    first = v.model.NewBoolVar(f"first_{g.gid}_{key}_{val}")
+                    first = v.model.new_bool_var(f"first_{g.gid}_{key}_{val}")
                     firsts.append(first)
-                    v.model.Add(sum(support) >= a - first)
+                    v.model.add(sum(support) >= a - first)
 
                     def hint_first(c, val=val, key=key, g=g, others=others):
                         mine = v.hinted_domain(c, g.gid, key, val)
@@ -169,14 +163,14 @@ def add_affinity(v: Variables, groups: list[PodGroup]) -> None:
 
                     v.aux_hints.append((first, hint_first))
                 elif support:
-                    v.model.Add(sum(support) >= a)
+                    v.model.add(sum(support) >= a)
                 else:
-                    v.model.Add(a == 0)
+                    v.model.add(a == 0)
             if len(firsts) > 1:
-                v.model.Add(sum(firsts) <= 1)
+                v.model.add(sum(firsts) <= 1)
 
 
-def add_spread(v: Variables, groups: list[PodGroup], defaults) -> None:
+def add_spread(v: Variables, groups: list[PodGroup], match: GroupMatcher, defaults) -> None:
     from ..plugins.podtopologyspread.spread import has_all_keys, included, matching_per_node, pod_constraints
 
     index, state = v.state.index, v.state
@@ -191,7 +185,7 @@ def add_spread(v: Variables, groups: list[PodGroup], defaults) -> None:
             present = np.flatnonzero(np.bincount(ids[eligible], minlength=len(values)) > 0)
             fixed = np.bincount(ids[eligible], weights=matching_per_node(state, g.rep, c)[eligible],
                                 minlength=len(values)).astype(np.int64)
-            members = [h for h in groups if h.rep.namespace == g.rep.namespace and c.selector.matches(h.rep.labels)]
+            members = match.selector(g.rep.namespace, c.selector)
             count: dict[int, list] = defaultdict(list)
             for h in members:
                 for n, var in v.y[h.gid].items():
@@ -201,9 +195,9 @@ def add_spread(v: Variables, groups: list[PodGroup], defaults) -> None:
             if len(present) < c.min_domains:
                 m = 0
             else:
-                m = v.model.NewIntVar(0, int(fixed[present].min()) + window_total, f"min_{g.gid}_{k}")
+                m = v.model.new_int_var(0, int(fixed[present].min()) + window_total, f"min_{g.gid}_{k}")
                 for val in present.tolist():
-                    v.model.Add(m <= int(fixed[val]) + sum(count.get(val, [])))
+                    v.model.add(m <= int(fixed[val]) + sum(count.get(val, [])))
 
                 def hint_min(cnt, members=members, present=present, fixed=fixed, ids=ids, eligible=eligible):
                     tot = fixed.copy()
@@ -216,4 +210,4 @@ def add_spread(v: Variables, groups: list[PodGroup], defaults) -> None:
                 v.aux_hints.append((m, hint_min))
             for val in v.domains(g.gid, c.key):
                 a = v.presence(g.gid, c.key, val)
-                v.model.Add(int(fixed[val]) + sum(count.get(val, [])) - m <= c.max_skew).OnlyEnforceIf(a)
+                v.model.add(int(fixed[val]) + sum(count.get(val, [])) - m <= c.max_skew).only_enforce_if(a)

@@ -34,6 +34,7 @@ class Stage:
     expr: cp_model.LinearExprT
     maximize: bool
     evaluate: Callable[[dict[int, dict[int, int]]], int]  # the same expression on a hint (y counts)
+    best: int | None = None  # a known optimum (every pod placed), when one is known without search
 
 
 def _eval_linear(weights: dict[int, dict[int, int]]) -> Callable[[dict[int, dict[int, int]]], int]:
@@ -57,23 +58,32 @@ def placement_stages(v: Variables, groups: list[PodGroup]) -> list[Stage]:
     ]
 
 
+def _weighted(weights: dict[int, dict[int, int]], v: Variables) -> cp_model.LinearExpr:
+    variables, coeffs = [], []
+    for gid, w in weights.items():
+        ys = v.y[gid]
+        for n, c in w.items():
+            if c:
+                variables.append(ys[n])
+                coeffs.append(c)
+    return cp_model.LinearExpr.weighted_sum(variables, coeffs)
+
+
 def _placed_stage(name: str, v: Variables, groups: list[PodGroup], weight: dict[int, int]) -> Stage:
-    expr = sum(weight[g.priority] * v.placed[g.gid] for g in groups)
     w = {g.gid: {n: weight[g.priority] for n in v.y[g.gid]} for g in groups}
-    return Stage(name, expr, True, _eval_linear(w))
+    return Stage(name, _weighted(w, v), True, _eval_linear(w), best=sum(weight[g.priority] * g.size for g in groups))
 
 
 def score_terms(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain]) -> tuple[object, dict, int]:
     weights: dict[int, dict[int, int]] = {}
-    terms, bound = [], 0
+    bound = 0
     for g in groups:
         d = domains[g.gid]
         coef = dict(zip(d.nodes.tolist(), d.coef.tolist(), strict=True))
         w = {n: int(coef.get(n, 0)) for n in v.y[g.gid]}
         weights[g.gid] = w
-        terms.extend(c * v.y[g.gid][n] for n, c in w.items() if c)
         bound += g.size * max(w.values(), default=0)
-    return sum(terms), weights, bound
+    return _weighted(weights, v), weights, bound
 
 
 def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
@@ -84,9 +94,9 @@ def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
         for n, entries in v.by_node.items():
             if state.pod_count[n] > 0:
                 continue
-            used = v.model.NewBoolVar(f"used_{n}")
+            used = v.model.new_bool_var(f"used_{n}")
             for g, var in entries:
-                v.model.Add(var <= v.ub[g.gid][n] * used)
+                v.model.add(var <= v.ub[g.gid][n] * used)
             used_terms.append(used)
             v.aux_hints.append((used, lambda c, n=n, es=entries: int(any(c.get(g.gid, {}).get(n, 0) for g, _ in es))))
             hints.append(n)
@@ -94,7 +104,8 @@ def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
         def evaluate(counts, nodes=tuple(hints)):
             return sum(1 for n in nodes if any(c.get(n, 0) for c in counts.values()))
 
-        return Stage("pack (empty nodes used)", sum(used_terms), False, evaluate), len(used_terms) + 1
+        stage = Stage("pack (empty nodes used)", cp_model.LinearExpr.sum(used_terms), False, evaluate)
+        return stage, len(used_terms) + 1
     if goal == "balance":
         cols = [index.rid["cpu"], index.rid["memory"]]
         base = np.zeros(len(index.nodes))
@@ -103,14 +114,14 @@ def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
                 util = np.where(index.alloc[:, r] > 0, 1000 * state.requested[:, r] / index.alloc[:, r], 0)
             base = np.maximum(base, util)
         floor = int(np.ceil(base.max())) if len(base) else 0
-        peak = v.model.NewIntVar(floor, max(floor, 1000), "peak_per_mille")
+        peak = v.model.new_int_var(floor, max(floor, 1000), "peak_per_mille")
         for n, entries in v.by_node.items():
             for r in cols:
                 alloc = int(index.alloc[n, r])
                 if alloc <= 0:
                     continue
                 load = int(state.requested[n, r]) + sum(int(index.pod_req[g.rep.idx, r]) * var for g, var in entries)
-                v.model.Add(1000 * load <= peak * alloc)
+                v.model.add(1000 * load <= peak * alloc)
 
         def evaluate(counts):
             worst = floor

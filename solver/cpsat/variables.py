@@ -51,20 +51,20 @@ class Variables:
             for n, ub in zip(nodes.tolist(), bounds.tolist(), strict=True):
                 if ub <= 0:
                     continue
-                var = (model.NewBoolVar(f"y_{g.gid}_{n}") if ub == 1
-                       else model.NewIntVar(0, ub, f"y_{g.gid}_{n}"))
+                var = (model.new_bool_var(f"y_{g.gid}_{n}") if ub == 1
+                       else model.new_int_var(0, ub, f"y_{g.gid}_{n}"))
                 ys[n], ubs[n] = var, ub
                 self.by_node[n].append((g, var))
             self.y[g.gid], self.ub[g.gid] = ys, ubs
-            self.placed[g.gid] = sum(ys.values()) if ys else 0
+            self.placed[g.gid] = cp_model.LinearExpr.sum(list(ys.values())) if ys else 0
             if ys and sum(ubs.values()) > g.size:
-                model.Add(sum(ys.values()) <= g.size)
+                model.add(self.placed[g.gid] <= g.size)
 
     def cap_per_node(self, gid: int, cap: int) -> None:
         """Tighten y[g, n] ≤ cap (e.g. 1 for hostname anti-affinity of a group with itself)."""
         for n, var in self.y[gid].items():
             if self.ub[gid][n] > cap:
-                self.model.Add(var <= cap)
+                self.model.add(var <= cap)
                 self.ub[gid][n] = cap
 
     def domains(self, gid: int, key: str) -> dict[int, list[cp_model.IntVar]]:
@@ -88,10 +88,10 @@ class Variables:
         k = (gid, key, value)
         lit = self._presence.get(k)
         if lit is None:
-            lit = self.model.NewBoolVar(f"in_{gid}_{key}_{value}")
+            lit = self.model.new_bool_var(f"in_{gid}_{key}_{value}")
             terms = self.domains(gid, key).get(value, [])
             if terms:
-                self.model.Add(sum(terms) <= self.domain_ub(gid, key, value) * lit)
+                self.model.add(sum(terms) <= self.domain_ub(gid, key, value) * lit)
             self._presence[k] = lit
             self.aux_hints.append((lit, lambda c, g=gid, key=key, v=value: int(self.hinted_domain(c, g, key, v) > 0)))
         return lit
@@ -101,11 +101,19 @@ class Variables:
         return sum(c for n, c in counts.get(gid, {}).items() if n in self.y[gid] and ids[n] == value)
 
     def add_hint(self, counts: dict[int, dict[int, int]]) -> None:
-        """A complete hint: every y gets a value (0 where the hint places nothing)."""
-        self.model.ClearHints()
+        """A complete hint: every y gets a value (0 where the hint places nothing). Written straight into
+        the proto: one call per variable through the Python API costs more than the search on big windows."""
+        self.model.clear_hints()
+        idx, vals = [], []
         for gid, ys in self.y.items():
             hint = counts.get(gid, {})
+            ubs = self.ub[gid]
             for n, var in ys.items():
-                self.model.AddHint(var, min(hint.get(n, 0), self.ub[gid][n]))
+                idx.append(var.index)
+                vals.append(min(hint.get(n, 0), ubs[n]))
         for var, derive in self.aux_hints:
-            self.model.AddHint(var, derive(counts))
+            idx.append(var.index)
+            vals.append(int(derive(counts)))
+        hint_proto = self.model.proto.solution_hint
+        hint_proto.vars.extend(idx)
+        hint_proto.values.extend(vals)

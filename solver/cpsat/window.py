@@ -34,9 +34,9 @@ from ..framework.plugin import CycleState
 from ..framework.runtime import count_reasons, fit_error_message, run_filters, run_pre_filter
 from ..framework.state import ClusterState
 from ..greedy import GreedyScheduler, unimplemented_warnings
-from .constraints import add_affinity, add_anti_affinity, add_capacity, add_host_ports, add_spread
+from .constraints import add_affinity, add_anti_affinity, add_capacity, add_host_ports, add_spread, rule_edges
 from .domains import GroupDomain, group_domain
-from .groups import PodGroup, group_pods
+from .groups import GroupMatcher, PodGroup, group_pods
 from .objective import Stage, objective_stages
 from .variables import Variables
 
@@ -111,22 +111,17 @@ class CpsatScheduler:
         chosen = set(domain.nodes[order].tolist()) | set(hint)
         return np.array(sorted(chosen), dtype=np.int64)
 
-    def _components(self, groups: list[PodGroup], scope: dict[int, np.ndarray]) -> list[list[PodGroup]]:
+    def _components(self, groups: list[PodGroup], scope: dict[int, np.ndarray],
+                     match: GroupMatcher) -> list[list[PodGroup]]:
+        """Connected components of the graph joining groups tied by a rule (networkx) or a shared node."""
         graph = nx.Graph()
-        graph.add_nodes_from(g.gid for g in groups)
-        n = len(self.index.nodes)
-        if len(groups) > 1 and n:
-            mat = np.zeros((len(groups), n), dtype=np.float32)
-            for i, g in enumerate(groups):
-                mat[i, scope[g.gid]] = 1.0
-            share = (mat @ mat.T) > 0
-            for i, j in zip(*np.nonzero(np.triu(share, 1)), strict=True):
-                graph.add_edge(groups[i].gid, groups[j].gid)
-            from .constraints import rule_edges
-
-            graph.add_edges_from(rule_edges(self.index, groups))
+        graph.add_nodes_from(("g", g.gid) for g in groups)
+        graph.add_edges_from((("g", a), ("g", b)) for a, b in rule_edges(self.index, match))
+        for g in groups:  # a star per group over its scope: groups sharing a node meet there
+            graph.add_edges_from((("g", g.gid), ("n", n)) for n in scope[g.gid].tolist())
         by_gid = {g.gid: g for g in groups}
-        comps = [sorted(c) for c in nx.connected_components(graph)]
+        comps = [sorted(i for kind, i in c if kind == "g") for c in nx.connected_components(graph)]
+        comps = [c for c in comps if c]
         comps.sort(key=lambda c: c[0])
         return [[by_gid[i] for i in c] for c in comps]
 
@@ -138,7 +133,7 @@ class CpsatScheduler:
         if self.opts.deterministic:
             p.interleave_search = True
             p.max_deterministic_time = max(0.05, seconds)
-            p.max_time_in_seconds = max(1.0, 20 * seconds)  # a safety net only
+            p.max_time_in_seconds = 2 * seconds + 1.0  # a safety net only
         else:
             p.max_time_in_seconds = max(0.05, seconds)
         return solver
@@ -148,12 +143,13 @@ class CpsatScheduler:
                          ) -> ComponentResult:
         model = cp_model.CpModel()
         v = Variables(model, self.state, groups, scope)
+        match = GroupMatcher(self.index, groups)
         add_host_ports(v, groups)
-        add_anti_affinity(v, groups)
+        add_anti_affinity(v, groups, match)
         add_capacity(v)
-        add_affinity(v, groups)
+        add_affinity(v, groups, match)
         defaults = self._spread_defaults(self._profile(groups[0].rep))
-        add_spread(v, groups, defaults)
+        add_spread(v, groups, match, defaults)
         stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective)
         v.add_hint(hint)
         started = time.perf_counter()
@@ -161,23 +157,35 @@ class CpsatScheduler:
         optimal, info = True, []
         objective = bound = greedy_obj = 0.0
         for k, stage in enumerate(stages):
+            if stage.best is not None and stage.evaluate(counts) == stage.best and k < len(stages) - 1:
+                # the hint already places every pod: the optimum is known, no search needed
+                model.add(stage.expr >= stage.best)
+                info.append({"stage": stage.name, "status": "OPTIMAL (hint places every pod)",
+                             "objective": stage.best, "bound": float(stage.best), "greedy": float(stage.best),
+                             "seconds": 0.0})
+                continue
             remaining = seconds - (time.perf_counter() - started)
             share = remaining * (0.6 if k == 0 and len(stages) > 1 else 1.0 / (len(stages) - k))
-            (model.Maximize if stage.maximize else model.Minimize)(stage.expr)
+            (model.maximize if stage.maximize else model.minimize)(stage.expr)
             solver = self._solver(max(0.05, share))
-            status = solver.Solve(model)
+            status = solver.solve(model)
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                return ComponentResult(hint, False, 0, 0, 0, info, ok=False)
-            value = round(solver.ObjectiveValue())
+                info.append({"stage": stage.name, "status": solver.status_name(status),
+                             "seconds": round(solver.wall_time, 4)})
+                if k == 0:
+                    return ComponentResult(hint, False, 0, 0, 0, info, ok=False)
+                optimal = False  # keep the previous stage's plan: it is valid and lexicographically as good
+                break
+            value = round(solver.objective_value)
             optimal &= status == cp_model.OPTIMAL
-            counts = {g.gid: {n: int(solver.Value(var)) for n, var in v.y[g.gid].items() if solver.Value(var)}
+            counts = {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
                       for g in groups}
-            objective, bound = float(value), float(solver.BestObjectiveBound())
+            objective, bound = float(value), float(solver.best_objective_bound)
             greedy_obj = float(stage.evaluate(hint))
-            info.append({"stage": stage.name, "status": solver.StatusName(status), "objective": value,
-                         "bound": bound, "greedy": greedy_obj, "seconds": round(solver.WallTime(), 4)})
+            info.append({"stage": stage.name, "status": solver.status_name(status), "objective": value,
+                         "bound": bound, "greedy": greedy_obj, "seconds": round(solver.wall_time, 4)})
             if k < len(stages) - 1:
-                model.Add(stage.expr >= value) if stage.maximize else model.Add(stage.expr <= value)
+                model.add(stage.expr >= value) if stage.maximize else model.add(stage.expr <= value)
                 v.add_hint(counts)
         return ComponentResult(counts, optimal, objective, bound, greedy_obj, info)
 
@@ -201,7 +209,7 @@ class CpsatScheduler:
         hint = _greedy_counts(groups, greedy_state)
         domains = {g.gid: group_domain(self._profile(g.rep), self.state, g) for g in groups}
         scope = {g.gid: self._scope(g, domains[g.gid], hint[g.gid]) for g in groups}
-        comps = self._components(groups, scope)
+        comps = self._components(groups, scope, GroupMatcher(self.index, groups))
         sizes = [sum(len(scope[g.gid]) for g in c) + 1 for c in comps]
         budget = max(0.05, seconds - (time.perf_counter() - started))
         counts: dict[int, dict[int, int]] = {}
