@@ -180,19 +180,22 @@ class _Spread:
 class _Count:
     """Pods matching `match`, per value of node label `key`, over the `eligible` nodes (which must carry `key`).
 
-    Kept current from the state's event log (appended on every bind and eviction), lazily: each query first
-    applies the events it has not seen. `low` is the minimum over the domains (values of eligible nodes),
+    Kept current from the state's event logs (appended on every bind and eviction), lazily: each query first
+    applies the events it has not seen. `sources` names the logs to read: the global log (None), or, when the
+    matcher can only select pods of some namespaces carrying some label `k=v`, the per-(namespace, k, v) logs
+    (a pure pre-filter: `match` still decides). `low` is the minimum over the domains (values of eligible nodes),
     maintained through a histogram of the per-domain counts.
     """
 
-    def __init__(self, key: str, match: Callable[[_Pod], bool], eligible: list[bool], domains: set[str]) -> None:
-        self.key, self.match, self.eligible = key, match, eligible
+    def __init__(self, key: str, match: Callable[[_Pod], bool], eligible: list[bool], domains: set[str],
+                 sources: list[tuple | None]) -> None:
+        self.key, self.match, self.eligible, self.sources = key, match, eligible, sources
         self.by_value: Counter[str] = Counter()
         self.total = 0
         self.domains = domains
         self.hist: Counter[int] = Counter({0: len(domains)})
         self.low = 0
-        self.seen = 0
+        self.seen = dict.fromkeys(sources, 0)
 
     def bump(self, value: str, delta: int) -> None:
         old = self.by_value[value]
@@ -223,6 +226,7 @@ class _Verifier:
         self.used: list[Counter[str]] = [Counter() for _ in self.nodes]
         self.ports: list[Counter[tuple[str, str, int]]] = [Counter() for _ in self.nodes]
         self.log: list[tuple[_Pod, int, int]] = []
+        self.logs: dict[tuple, list[tuple[_Pod, int, int]]] = {}  # per (namespace, label key, label value)
         self.counts: dict[tuple, _Count] = {}
         self.eligible_cache: dict[tuple, list[bool]] = {}
         # Existing pods' required anti-affinity: per term, how many pods carry it per value of its key.
@@ -241,6 +245,8 @@ class _Verifier:
         self.used[n].update({r: sign * v for r, v in p.requests.items()})
         self.ports[n].update({t: sign for t in p.ports})
         self.log.append((p, n, sign))
+        for k, v in p.labels.items():
+            self.logs.setdefault((p.ns, k, v), []).append((p, n, sign))
         for t in self.terms(p)[1]:
             value = self.labels[n].get(t.key)
             if value is not None:
@@ -282,16 +288,30 @@ class _Verifier:
             out.append(_Spread(c.max_skew, c.topology_key, Selector(c.label_selector, extra), c.min_domains or 1, sig))
         return out
 
-    def count(self, sig: tuple, key: str, match: Callable[[_Pod], bool], eligible: list[bool]) -> _Count:
+    def count(self, sig: tuple, key: str, match: Callable[[_Pod], bool], eligible: list[bool],
+              sources: list[tuple | None]) -> _Count:
         c = self.counts.get(sig)
         if c is None:
             domains = {self.labels[n][key] for n in range(len(self.nodes)) if eligible[n]}
-            c = self.counts[sig] = _Count(key, match, eligible, domains)
-        for p, n, sign in self.log[c.seen:]:
-            if c.eligible[n] and c.match(p):
-                c.bump(self.labels[n][key], sign)
-        c.seen = len(self.log)
+            c = self.counts[sig] = _Count(key, match, eligible, domains, sources)
+        for src in c.sources:
+            log = self.log if src is None else self.logs.get(src, [])
+            for p, n, sign in log[c.seen[src]:]:
+                if c.eligible[n] and c.match(p):
+                    c.bump(self.labels[n][key], sign)
+            c.seen[src] = len(log)
         return c
+
+    @staticmethod
+    def sources(names: frozenset[str] | None, sel: Selector) -> list[tuple | None]:
+        """The logs that can hold every pod in `names` (None: any namespace) that `sel` selects."""
+        if sel.nothing:
+            return []
+        pair = sel.labels[0] if sel.labels else next(
+            ((k, next(iter(vals))) for k, op, vals in sel.exprs if op == "In" and len(vals) == 1), None)
+        if names is None or pair is None:
+            return [None]
+        return [(ns, *pair) for ns in sorted(names)]
 
     def has_key(self, key: str) -> list[bool]:
         sig = ("has", key)
@@ -306,8 +326,10 @@ class _Verifier:
     def term_count(self, terms: list[_Term], key: str) -> _Count:
         """Pods matching every term of `terms`, per value of `key` (on nodes carrying `key`)."""
         terms_t = tuple(terms)
+        t0 = terms_t[0]
+        sources = self.sources(t0.names if t0.ns_selector.nothing else None, t0.selector)
         return self.count(("terms", terms_t, key), key,
-                          lambda q: all(self.term_matches(t, q) for t in terms_t), self.has_key(key))
+                          lambda q: all(self.term_matches(t, q) for t in terms_t), self.has_key(key), sources)
 
     # --- node-local predicates ---------------------------------------------------------------------
 
@@ -382,7 +404,8 @@ class _Verifier:
         def match(q: _Pod) -> bool:  # kube's countPodsMatchSelector: an empty selector counts nothing
             return not sel.empty and q.ns == ns and not q.terminating and sel.matches(q.labels)
 
-        cnt = self.count(("spread", ns, sel, c.key, c.eligibility), c.key, match, self.eligible_cache[c.eligibility])
+        cnt = self.count(("spread", ns, sel, c.key, c.eligibility), c.key, match, self.eligible_cache[c.eligibility],
+                         [] if sel.empty else self.sources(frozenset([ns]), sel))
         low = 0 if len(cnt.domains) < c.min_domains else cnt.low
         skew = cnt.by_value[value] + int(sel.matches(p.labels)) - low
         if skew > c.max_skew:

@@ -220,8 +220,20 @@ class CpsatScheduler:
             if all(not scope[g.gid].size for g in comp):
                 counts.update({g.gid: {} for g in comp})
                 continue
-            res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp},
-                                        budget * size / sum(sizes))
+            comp_budget = budget * size / sum(sizes)
+            comp_started = time.perf_counter()
+            res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp}, comp_budget)
+            left = comp_budget - (time.perf_counter() - comp_started)
+            scoped = [g for g in comp if len(scope[g.gid]) < len(domains[g.gid].nodes)]
+            unplaced = any(sum(res.counts.get(g.gid, {}).values()) < g.size for g in comp)
+            if res.ok and scoped and unplaced and left > 0.1:
+                # the scoped model left pods out: retry once with full domains, from the scoped plan
+                full = {g.gid: domains[g.gid].nodes if g in scoped else scope[g.gid] for g in comp}
+                retry = self._solve_component(comp, domains, full, res.counts, left)
+                if retry.ok:
+                    retry.stages = [*res.stages, *({**s, "stage": s["stage"] + " (full domains)"}
+                                                   for s in retry.stages)]
+                    res = retry
             counts.update(res.counts)
             optimal &= res.optimal
             ok &= res.ok
