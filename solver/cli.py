@@ -127,19 +127,18 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
       kplace schedule state.json --engine greedy --config sched.yaml
       kplace schedule state.json --window 500 --time-limit 30 --objective pack --output json -o plan.json
     """
-    from .greedy import schedule_greedy
     from .output import dumps, write_atomic, write_json
     from .report import render_plan
+    from .schedule import decide
 
     index, config = _load(state, config_path)
+    opts = None
     if engine == "cpsat":
-        from .cpsat import CpsatOptions, schedule_cpsat
+        from .cpsat import CpsatOptions
 
         opts = CpsatOptions(window=window, time_limit=time_limit, workers=workers, seed=seed, objective=objective,
                             deterministic=deterministic, tie_break=tie_break)
-        plan = schedule_cpsat(index, config, opts)
-    else:
-        plan = schedule_greedy(index, config, tie_break=tie_break, seed=seed)
+    plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed)
     data = plan.to_dict()
     if out_file:
         write_atomic(out_file, dumps(data))

@@ -1,0 +1,60 @@
+"""Deciding a plan: run an engine, verify its plan, and never hand out a plan the verifier rejects.
+
+A CP-SAT plan the verifier rejects is a kplace bug: it is logged as such and the greedy plan is used
+instead. A greedy plan the verifier rejects is also a bug, and no plan is output at all (`PlanRejected`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kplace.models.errors import KplaceError
+from kplace.models.index import ClusterIndex
+from kplace.models.plan import Plan
+
+from .framework.config import SchedulerConfig
+from .greedy import schedule_greedy
+from .verify import Violation, verify_plan
+
+log = logging.getLogger("kplace")
+
+
+class PlanRejected(KplaceError):
+    """The verifier rejected every plan the engines produced (a bug in kplace; nothing is committed)."""
+
+    exit_code = 3
+
+
+def _summary(violations: list[Violation], limit: int = 3) -> str:
+    shown = "; ".join(f"{v.pod} on {v.node}: {v.rule}: {v.message}" for v in violations[:limit])
+    more = f" (+{len(violations) - limit} more)" if len(violations) > limit else ""
+    return shown + more
+
+
+def decide(index: ClusterIndex, config: SchedulerConfig, engine: str = "cpsat", *, cpsat_options=None,
+           tie_break: str = "order", seed: int = 0) -> Plan:
+    """The verified plan of `engine` (`cpsat` or `greedy`)."""
+    if engine == "cpsat":
+        from .cpsat import CpsatOptions, schedule_cpsat
+
+        opts = cpsat_options or CpsatOptions(seed=seed, tie_break=tie_break)
+        plan = schedule_cpsat(index, config, opts)
+        violations = verify_plan(index, plan)
+        if not violations:
+            return plan
+        message = f"bug: the verifier rejected the CP-SAT plan ({_summary(violations)}); using the greedy plan"
+        log.error(message)
+        fallback = schedule_greedy(index, config, tie_break=opts.tie_break, seed=opts.seed)
+        fallback.engine = "cpsat"
+        fallback.windows = [{**w, "status": "FALLBACK"} for w in plan.windows]
+        fallback.warnings.append(message)
+        plan = fallback
+    elif engine == "greedy":
+        plan = schedule_greedy(index, config, tie_break=tie_break, seed=seed)
+    else:
+        raise ValueError(f"unknown engine {engine!r}")
+    violations = verify_plan(index, plan)
+    if violations:
+        raise PlanRejected(f"the verifier rejected the {plan.engine} plan, so nothing is output: "
+                           f"{_summary(violations)} (this is a kplace bug)")
+    return plan
