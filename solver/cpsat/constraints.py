@@ -13,6 +13,10 @@ Required affinity (terms T of g; H = other groups matching all of T; F = bound p
   where a[g, v] ⇐ Y[g, v] > 0, and first exists only when no bound pod matches anywhere and g matches its
   own terms (kube's first-pod rule): one domain may be seeded by g itself; every other domain needs a pod
   of another matching group (g's own pods may then join, as each later pod finds the earlier ones).
+  Across groups, support must come from pods placed earlier, so it may not go round in a cycle: in the
+  graph h → g (h ∈ H of g), a group in g's own strongly connected component supports g only if it comes
+  first (lower gid); and a seed is the first pod matching its terms anywhere, so at most one group per
+  component seeds (Σ seed[g] ≤ 1, first[g, v] ≤ seed[g]).
 DoNotSchedule spread (constraint c of g; counts over eligible nodes, same namespace, matching c's selector):
   C_v = F_v + Σ_{h matching} Y[h, v];  m ≤ C_v for every domain v (m = 0 with fewer domains than minDomains);
   a[g, v] ⇒ C_v − m ≤ maxSkew.
@@ -133,15 +137,33 @@ def add_anti_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher)
 
 def add_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher) -> None:
     index, state = v.state.index, v.state
+    needs = {}
     for g in groups:
         terms = pod_terms(index, g.rep).required_affinity
-        if not terms or not v.y[g.gid]:
+        if terms and v.y[g.gid]:
+            needs[g.gid] = (terms, match.terms(terms))
+    support_graph = nx.DiGraph()
+    support_graph.add_nodes_from(needs)
+    support_graph.add_edges_from((h.gid, gid) for gid, (_, matching) in needs.items() for h in matching
+                                 if h.gid != gid)
+    component = {gid: i for i, comp in enumerate(nx.strongly_connected_components(support_graph)) for gid in comp}
+    seeds: dict[int, list] = defaultdict(list)
+    for g in groups:
+        if g.gid not in needs:
             continue
-        matching = match.terms(terms)
-        others = [h for h in matching if h is not g]
-        self_match = len(others) < len(matching)
+        terms, matching = needs[g.gid]
+        self_match = any(h is g for h in matching)
+        # Support from g's own component only from earlier groups: no cycle of groups waiting for each other.
+        others = [h for h in matching if h is not g
+                  and (component[h.gid] != component[g.gid] or h.gid < g.gid)]
         fixed = affinity_counts(state, terms)
         first_allowed = self_match and not any(int(arr.sum()) > 0 for arr in fixed.values())
+        seed = seed_hints = None
+        if first_allowed:
+            seed = v.model.new_bool_var(f"seed_{g.gid}")
+            seeds[component[g.gid]].append(seed)
+            seed_hints = []
+            v.aux_hints.append((seed, lambda c, fs=seed_hints: max((f(c) for f in fs), default=0)))
         for t in terms:
             key = t.topology_key
             fixed_at = fixed.get(key)
@@ -155,6 +177,7 @@ def add_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher) -> N
                     first = v.model.new_bool_var(f"first_{g.gid}_{key}_{val}")
                     firsts.append(first)
                     v.model.add(sum(support) >= a - first)
+                    v.model.add(first <= seed)
 
                     def hint_first(c, val=val, key=key, g=g, others=others):
                         mine = v.hinted_domain(c, g.gid, key, val)
@@ -162,12 +185,16 @@ def add_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher) -> N
                         return int(mine > 0 and theirs == 0)
 
                     v.aux_hints.append((first, hint_first))
+                    seed_hints.append(hint_first)
                 elif support:
                     v.model.add(sum(support) >= a)
                 else:
                     v.model.add(a == 0)
             if len(firsts) > 1:
                 v.model.add(sum(firsts) <= 1)
+    for lits in seeds.values():
+        if len(lits) > 1:
+            v.model.add(sum(lits) <= 1)
 
 
 def add_spread(v: Variables, groups: list[PodGroup], match: GroupMatcher, defaults) -> None:
