@@ -20,8 +20,42 @@ def _version() -> str:
         return "0+unknown"
 
 
+# Commands that live in their own modules, imported only when invoked (keeps `kplace --help` fast).
+LAZY_COMMANDS: dict[str, str] = {
+    "compare": "kplace.solver.compare.cli:compare",
+    "export": "kplace.solver.binder.cli:export",
+    "run": "kplace.solver.binder.cli:run",
+    "extender": "kplace.solver.binder.cli:extender",
+}
+
+
 class _Group(click.Group):
-    """Turns KplaceError into one clear line and a non-zero exit, never a traceback."""
+    """Turns KplaceError into one clear line and a non-zero exit, never a traceback; loads LAZY_COMMANDS."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._lazy(ctx)})
+
+    def _lazy(self, ctx: click.Context) -> list[str]:
+        import importlib.util
+
+        out = []
+        for name, target in LAZY_COMMANDS.items():
+            module = target.split(":")[0]
+            try:
+                if importlib.util.find_spec(module) is not None:
+                    out.append(name)
+            except ModuleNotFoundError:
+                continue
+        return out
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, name)
+        if cmd is None and name in LAZY_COMMANDS and name in self._lazy(ctx):
+            import importlib
+
+            module, attr = LAZY_COMMANDS[name].split(":")
+            cmd = getattr(importlib.import_module(module), attr)
+        return cmd
 
     def invoke(self, ctx: click.Context):
         try:
@@ -33,7 +67,23 @@ class _Group(click.Group):
             sys.exit(0)
 
 
-STATE_ARG = click.argument("state", nargs=-1, required=True, metavar="STATE...")
+STATE_ARG = click.argument("state", nargs=-1, required=False, metavar="STATE...")
+KUBECONFIG_OPT = click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+                              help="Read the cluster through the API (when no STATE is given) / commit to it.")
+CONTEXT_OPT = click.option("--context", default=None, help="kubeconfig context to use.")
+
+
+def load_snapshot(state: tuple[str, ...], kubeconfig: str | None = None, context: str | None = None):
+    """The state files, or, with --kubeconfig and no files, the live cluster read through the API."""
+    if state:
+        from kplace.models import load_state
+
+        return load_state(state)
+    if kubeconfig:
+        from .binder.live import read_cluster
+
+        return read_cluster(kubeconfig, context)
+    raise click.UsageError("give STATE files (or - for stdin), or --kubeconfig to read the live cluster")
 OUTPUT_OPT = click.option(
     "--output", "-O", "output", type=click.Choice(["table", "json"]), default="table", show_default=True,
     help="Human table or machine-readable JSON.",
@@ -58,7 +108,9 @@ def main() -> None:
 @main.command()
 @STATE_ARG
 @OUTPUT_OPT
-def inspect(state: tuple[str, ...], output: str) -> None:
+@KUBECONFIG_OPT
+@CONTEXT_OPT
+def inspect(state: tuple[str, ...], output: str, kubeconfig: str | None, context: str | None) -> None:
     """Summarise exported cluster state: nodes, pods, capacity, PDBs and warnings.
 
     \b
@@ -67,11 +119,11 @@ def inspect(state: tuple[str, ...], output: str) -> None:
       kplace inspect cluster/ apps/deploy.yaml --output json
       kubectl get nodes,pods -A -o json | kplace inspect -
     """
-    from kplace.models import compile_index, load_state
+    from kplace.models import compile_index
 
     from .inspect import render_summary, summarize
 
-    index = compile_index(load_state(state))
+    index = compile_index(load_snapshot(state, kubeconfig, context))
     summary = summarize(index)
     if output == "json":
         from .output import write_json
@@ -87,12 +139,14 @@ CONFIG_OPT = click.option(
 )
 
 
-def _load(state: tuple[str, ...], config_path: str | None):
-    from kplace.models import compile_index, load_state
+def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str | None = None,
+               context: str | None = None):
+    """(ClusterIndex, SchedulerConfig) from state files or the live cluster, and --config."""
+    from kplace.models import compile_index
 
     from .framework.config import load_config
 
-    snapshot = load_state(state)
+    snapshot = load_snapshot(state, kubeconfig, context)
     config = load_config(config_path, snapshot.scheduler_config)
     return compile_index(snapshot), config
 
@@ -115,10 +169,16 @@ def _load(state: tuple[str, ...], config_path: str | None):
               help="order: kube 1.35's heap order (deterministic); random: uniform among top nodes, seeded.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice.")
 @OUTPUT_OPT
+@click.option("--bind", type=click.Choice(["none", "manifest", "api"]), default="none", show_default=True,
+              help="none: report only; manifest: write v1 Bindings (and Evictions) to -o; api: POST pods/binding.")
 @click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Also write the JSON plan to this file (atomically).")
+              help="With --bind none: write the JSON plan here; with --bind manifest: the Binding manifest.")
+@click.option("--manifest-format", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+@KUBECONFIG_OPT
+@CONTEXT_OPT
+@click.option("--dry-run", is_flag=True, help="With --bind api: the API server's server-side dry run.")
 def schedule(state, engine, window, time_limit, workers, objective, deterministic, config_path, tie_break, seed,
-             output, out_file):
+             output, bind, out_file, manifest_format, kubeconfig, context, dry_run):
     """Place every pending pod and report each pod's node, or kube's reason why not.
 
     \b
@@ -126,12 +186,18 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
       kplace schedule state.json
       kplace schedule state.json --engine greedy --config sched.yaml
       kplace schedule state.json --window 500 --time-limit 30 --objective pack --output json -o plan.json
+      kplace schedule state.json --bind manifest -o bindings.yaml && kubectl create -f bindings.yaml
+      kplace schedule --kubeconfig ~/.kube/config --bind api --dry-run
     """
     from .output import dumps, write_atomic, write_json
     from .report import render_plan
     from .schedule import decide
 
-    index, config = _load(state, config_path)
+    if bind == "manifest" and not out_file:
+        raise click.UsageError("--bind manifest needs -o FILE for the Binding manifest")
+    if bind == "api" and not kubeconfig:
+        raise click.UsageError("--bind api needs --kubeconfig")
+    index, config = load_index(state, config_path, kubeconfig, context)
     opts = None
     if engine == "cpsat":
         from .cpsat import CpsatOptions
@@ -140,12 +206,22 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
                             deterministic=deterministic, tie_break=tie_break)
     plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed)
     data = plan.to_dict()
-    if out_file:
-        write_atomic(out_file, dumps(data))
+    if bind == "none":
+        if out_file:
+            write_atomic(out_file, dumps(data))
+    else:
+        from .binder import commit
+
+        data["commit"] = commit(plan, index, bind, out_file=out_file, fmt=manifest_format, kubeconfig=kubeconfig,
+                                context=context, dry_run=dry_run)
     if output == "json":
         write_json(data)
     else:
         render_plan(plan)
+        if bind != "none":
+            from .binder import render_commit
+
+            render_commit(data["commit"])
 
 
 @main.command()
@@ -169,7 +245,7 @@ def explain(state, pod_key, config_path, candidates, output):
 
     if "/" not in pod_key:
         pod_key = f"default/{pod_key}"
-    index, config = _load(state, config_path)
+    index, config = load_index(state, config_path)
     result = explain_pod(index, config, pod_key, candidates)
     if output == "json":
         write_json(result)
