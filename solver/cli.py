@@ -26,6 +26,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "export": "kplace.solver.binder.cli:export",
     "run": "kplace.solver.binder.cli:run",
     "extender": "kplace.solver.binder.cli:extender",
+    "rebalance": "kplace.solver.rebalance.cli:rebalance",
+    "roadef-score": "kplace.solver.rebalance.roadef_cli:roadef_score",
 }
 
 
