@@ -48,6 +48,7 @@ from kplace.models.tolerations import tolerated_by_any
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 NATIVE = ("cpu", "memory", "ephemeral-storage")
+SEED_TRIES = 20  # replays that move a possible first-pod-rule seed to the front
 
 
 @dataclass
@@ -221,6 +222,12 @@ class _Verifier:
         self.labels = [n.metadata.labels for n in self.nodes]
         self.ns_labels = index.namespace_labels
         self.alloc = [{r: canonical(r, q) for r, q in n.allocatable.items()} for n in self.nodes]
+        self.eligible_cache: dict[tuple, list[bool]] = {}
+        self.compiled: dict[str, tuple] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """An empty cluster: no pods on any node, no counts."""
         # The state: per-node pods, requested resources, host ports; the event log the counts follow.
         self.on_node: list[dict[str, _Pod]] = [{} for _ in self.nodes]
         self.used: list[Counter[str]] = [Counter() for _ in self.nodes]
@@ -228,12 +235,10 @@ class _Verifier:
         self.log: list[tuple[_Pod, int, int]] = []
         self.logs: dict[tuple, list[tuple[_Pod, int, int]]] = {}  # per (namespace, label key, label value)
         self.counts: dict[tuple, _Count] = {}
-        self.eligible_cache: dict[tuple, list[bool]] = {}
         # Existing pods' required anti-affinity: per term, how many pods carry it per value of its key.
         self.anti_terms: dict[_Term, Counter[str]] = {}
         self.anti_order: list[_Term] = []
         self.anti_match: dict[tuple, tuple[int, list[_Term]]] = {}
-        self.compiled: dict[str, tuple] = {}
 
     # --- the state ---------------------------------------------------------------------------------
 
@@ -446,9 +451,7 @@ class _Verifier:
                 pods[key] = _pod(infos[key].pod)
             return pods[key]
 
-        for pi in self.index.pods:
-            if pi.node >= 0 and not pi.pending:
-                self.add(get(pi.key), self.node_id[pi.pod.spec.node_name])
+        bound = [get(pi.key) for pi in self.index.pods if pi.node >= 0 and not pi.pending]
 
         # 1. placements
         todo: list[tuple[_Pod, int]] = []
@@ -513,7 +516,36 @@ class _Verifier:
                 continue
             victims.setdefault(e.preemptor, []).append(victim)
 
-        # 3. replay, as a fixpoint over the order
+        # 3. replay in plan order; if pods are left that could start their affinity group by kube's first-pod
+        # rule, try each of them (one at a time, kept when it helps) bound before all the others.
+        left, last = self.replay(bound, todo, victims)
+        front: list[tuple[_Pod, int]] = []
+        tried: set[str] = set()
+        while len(tried) < SEED_TRIES:
+            seed = next((item for item in left if item[0].key not in tried and self.could_seed(item[0])), None)
+            if seed is None:
+                break
+            tried.add(seed[0].key)
+            first = {item[0].key for item in front} | {seed[0].key}
+            order = [*front, seed, *(item for item in todo if item[0].key not in first)]
+            left2, last2 = self.replay(bound, order, victims)
+            if len(left2) < len(left):
+                front, left, last = [*front, seed], left2, last2
+        for p, n in left:
+            rule, message = last[p.key]
+            out.append(Violation(p.key, self.nodes[n].metadata.name, rule, message))
+        return out
+
+    def could_seed(self, p: _Pod) -> bool:
+        aff = self.terms(p)[0]
+        return bool(aff) and all(self.term_matches(t, p) for t in aff)
+
+    def replay(self, bound: list[_Pod], todo: list[tuple[_Pod, int]], victims: dict[str, list[_Pod]]
+               ) -> tuple[list[tuple[_Pod, int]], dict[str, tuple[str, str]]]:
+        """Bind `bound`, then `todo` as a fixpoint over the order; returns (pods left, their last failure)."""
+        self.reset()
+        for p in bound:
+            self.add(p, self.node_id[p.pod.spec.node_name])
         last: dict[str, tuple[str, str]] = {}
         while todo:
             left = []
@@ -532,10 +564,7 @@ class _Verifier:
             if len(left) == len(todo):
                 break
             todo = left
-        for p, n in todo:
-            rule, message = last[p.key]
-            out.append(Violation(p.key, self.nodes[n].metadata.name, rule, message))
-        return out
+        return todo, last
 
 
 def verify_plan(index: ClusterIndex, plan: Plan) -> list[Violation]:

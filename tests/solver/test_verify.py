@@ -397,3 +397,11 @@ def test_kplace_verify_reports_a_malformed_plan_in_one_line_with_exit_code_2(tmp
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and "plan.json" in lines[0] and "placements[0].node" in lines[0]
     assert "Traceback" not in res.output
+
+
+def test_a_first_pod_rule_seed_listed_after_a_pod_it_matches_is_bound_first():
+    # plain (app=db) is listed first; seed (app=db, zone affinity to app=db) must bind before it, by kube's
+    # first-pod rule, in another zone. Found by the property tests (CP-SAT plans list pods in queue order).
+    objs = [zoned("n1", "z1"), zoned("n2", "z2"), pod("plain", labels={"app": "db"}),
+            pod("seed", labels={"app": "db"}, spec=affinity("db"))]
+    assert verify(objs, [("plain", "n2"), ("seed", "n1")]) == []
