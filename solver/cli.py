@@ -236,6 +236,8 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
 def explain(state, pod_key, config_path, candidates, output):
     """Show every filter's verdict and every score, per node, for one pod, and the node kube would pick.
 
+    The pod is explained against the state as given (other pending pods are not placed first).
+
     \b
     Examples:
       kplace explain state.json --pod default/web-0

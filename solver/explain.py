@@ -1,6 +1,8 @@
 """`kplace explain`: every filter plugin's verdict and every score plugin's score for one pod on each node.
 
-All filter plugins run on all candidate nodes (no stop at the first failure). Scores are normalised over
+The pod is explained against the state as given: other pending pods are not placed first (a bound pod is
+explained as if it were being scheduled again). All filter plugins run on all candidate nodes (no stop at
+the first failure). Scores are normalised over
 the scored set: the feasible nodes (as kube does), or every candidate (`all`, as kube's plugin unit tests
 do). `selected` is the node kube-scheduler would choose (it follows the greedy engine's sampling).
 """
@@ -92,37 +94,50 @@ def explain_pod(
     return result
 
 
-def render_explain(result: dict[str, Any]) -> None:
+SHORT = {
+    "TaintToleration": "Taint",
+    "NodeAffinity": "NodeAff",
+    "NodeResourcesFit": "Fit",
+    "NodeResourcesBalancedAllocation": "Balanced",
+    "ImageLocality": "Image",
+    "InterPodAffinity": "PodAff",
+    "PodTopologySpread": "Spread",
+}
+_CODE = {"Unschedulable": "U", "UnschedulableAndUnresolvable": "UU"}
+
+
+def render_explain(result: dict[str, Any], limit: int = 40) -> None:
+    """Two tables: each node's verdict with the failing plugins and kube's reasons, then the scores."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    nodes = result["nodes"]
-    filter_names = list(nodes[0]["filters"]) if nodes else []
-    score_names = sorted({k for n in nodes for k in n["scores"]}, key=lambda k: k)
-    t = Table(title=f"Pod {result['pod']}", title_justify="left")
+    nodes = sorted(result["nodes"], key=lambda n: (n["name"] != result["selected"], not n["feasible"],
+                                                   -n["total"], n["name"]))
+    t = Table(title=f"Filters for pod {result['pod']} (U: unschedulable, UU: unresolvable)", title_justify="left")
     t.add_column("node")
-    t.add_column("feasible")
-    for f in filter_names:
-        t.add_column(f, overflow="fold")
-    for s in score_names:
-        t.add_column(s, justify="right")
-    t.add_column("total", justify="right")
-    short = {"Success": "[green]ok[/]", "Skip": "-", "Unschedulable": "[red]U[/]",
-             "UnschedulableAndUnresolvable": "[red]UU[/]"}
-    for n in nodes:
-        row = [("[bold]" + n["name"] + " *[/]") if n["name"] == result["selected"] else n["name"],
-               "yes" if n["feasible"] else "no"]
-        for f in filter_names:
-            st = n["filters"].get(f, {"code": "Skip", "reasons": []})
-            cell = short.get(st["code"], st["code"])
-            if st["reasons"]:
-                cell += " " + "; ".join(st["reasons"])
-            row.append(cell)
-        row += [str(n["scores"].get(s, "")) for s in score_names]
-        row.append(str(n["total"]) if n["scores"] else "")
-        t.add_row(*row)
+    t.add_column("verdict")
+    t.add_column("failing plugins", overflow="fold")
+    for n in nodes[:limit]:
+        failing = [f"{name} {_CODE.get(st['code'], st['code'])}: {'; '.join(st['reasons'])}"
+                   for name, st in n["filters"].items() if st["code"] not in ("Success", "Skip")]
+        verdict = "[green]feasible[/]" if n["feasible"] else "[red]rejected[/]"
+        t.add_row(n["name"] + (" [bold]*[/]" if n["name"] == result["selected"] else ""), verdict,
+                  "\n".join(failing) or "all passed")
     console.print(t)
+    scored = [n for n in nodes if n["scores"]]
+    if scored:
+        names = list(scored[0]["scores"])
+        t = Table(title="Scores (normalised 0-100, before weights) and weighted total", title_justify="left")
+        t.add_column("node", no_wrap=True)
+        for name in names:
+            t.add_column(SHORT.get(name, name), justify="right")
+        t.add_column("total", justify="right")
+        for n in scored[:limit]:
+            t.add_row(n["name"], *(str(n["scores"][k]) for k in names), f"[bold]{n['total']}[/]")
+        console.print(t)
+    if len(nodes) > limit:
+        console.print(f"... {len(nodes) - limit} more nodes (use --output json for all)")
     console.print(f"selected: [bold]{result['selected'] or '(none)'}[/]")
     if result.get("message"):
         console.print(f"[yellow]{result['message']}[/]", highlight=False)
