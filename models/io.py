@@ -56,18 +56,40 @@ _IGNORED_QUIETLY = {"Endpoints", "EndpointSlice", "Event", "ControllerRevision",
 
 def load_state(paths: Iterable[str]) -> ClusterSnapshot:
     """Read every path (file, directory, or `-`) into one validated ClusterSnapshot."""
+    snapshot = ClusterSnapshot()
+
+    def objects() -> Iterator[tuple[str, dict, str]]:
+        for source, doc in _documents(paths):
+            for kind, item in _objects(doc, source, snapshot):
+                yield kind, item, source
+            del doc
+
+    return _build(snapshot, objects(), expand=True)
+
+
+def load_objects(objects: Iterable[tuple[str, dict]], source: str = "<api>", *,
+                 expand: bool = True) -> ClusterSnapshot:
+    """Build a validated ClusterSnapshot from (kind, object) pairs in wire format (camelCase dicts).
+
+    The same path as `load_state` takes for files: validation, admission defaulting, cross-checks. With
+    `expand=False` workloads are kept (PodTopologySpread's system defaults read them) but not expanded into
+    pods: on a live cluster their controllers have already created the pods that exist.
+    """
+    snapshot = ClusterSnapshot()
+    return _build(snapshot, ((kind, item, source) for kind, item in objects), expand=expand)
+
+
+def _build(snapshot: ClusterSnapshot, objects: Iterable[tuple[str, dict, str]], *, expand: bool) -> ClusterSnapshot:
     # Loading allocates millions of small objects and frees none of them in cycles; the cyclic garbage
     # collector would otherwise rescan the whole growing heap again and again (3-4x slower on big exports).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        snapshot = ClusterSnapshot()
         sources: dict[int, str] = {}
-        for source, doc in _documents(paths):
-            for kind, item in _objects(doc, source, snapshot):
-                _add(snapshot, sources, kind, item, source)
-            del doc
-        expand_workloads(snapshot, sources)
+        for kind, item, source in objects:
+            _add(snapshot, sources, kind, item, source)
+        if expand:
+            expand_workloads(snapshot, sources)
         return finalize(snapshot, sources)
     finally:
         if gc_was_enabled:
