@@ -1,0 +1,1 @@
+"""Rebalancing: moving running pods to better nodes (kplace rebalance) and the ROADEF 2012 machine reassignment."""
