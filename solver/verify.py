@@ -522,7 +522,8 @@ class _Verifier:
         front: list[tuple[_Pod, int]] = []
         tried: set[str] = set()
         while len(tried) < SEED_TRIES:
-            seed = next((item for item in left if item[0].key not in tried and self.could_seed(item[0])), None)
+            seed = next((item for item in left if item[0].key not in tried
+                         and last[item[0].key][0] == "InterPodAffinity" and self.could_seed(item[0])), None)
             if seed is None:
                 break
             tried.add(seed[0].key)
