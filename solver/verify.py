@@ -13,9 +13,13 @@ Checks:
    eviction).
 3. Replay. The state starts as the bound pods. The plan's placed pods are bound in plan order, as a fixpoint:
    each sweep binds every not-yet-bound pod whose checks pass against the current state, until a sweep binds
-   nothing; the pods left are violations, each with the last rule it failed. So a plan verifies exactly when
-   this search finds an order in which every pod passes kube's filters at its binding time (greedy plans pass
-   in plan order; CP-SAT plans describe a final state and may need another order). A preemptor's victims
+   nothing; the pods left are violations, each with the last rule it failed. Binding a pod can also take a
+   chance away (a pod matching a group's affinity terms disables kube's first-pod rule for it), so when pods
+   are left failing InterPodAffinity that could seed their group, the replay is retried with each of them
+   (up to SEED_TRIES, kept when it helps) bound first. An accepted plan therefore always has an order in
+   which every pod passes kube's filters at its binding time (greedy plans pass in plan order; CP-SAT plans
+   describe a final state and may need another order); the search for that order is best-effort, not
+   exhaustive, for rules that binding can make worse (spread skew, the first-pod rule). A preemptor's victims
    leave the state when the preemptor binds (as kube's preemption does), so pods bound earlier saw them.
    Per pod, in kube's filter order: SchedulingGates, NodeUnschedulable, NodeName, TaintToleration,
    NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread (DoNotSchedule), InterPodAffinity (required
