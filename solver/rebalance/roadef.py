@@ -35,9 +35,11 @@ the challenge's problem definition (http://challenge.roadef.org/2012/files/probl
 from __future__ import annotations
 
 import os
+import random
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -349,3 +351,534 @@ def score(instance: Instance, initial: Sequence[int] | np.ndarray, new: Sequence
     a = _check_assignment(instance, np.asarray(new), "new assignment")
     u = usage(instance, a)
     return objective(instance, a0, a, u), violations(instance, a0, a, u)
+
+
+# --------------------------------------------------------------------------------------------------- search
+
+
+@dataclass
+class SearchStats:
+    iterations: int = 0
+    improvements: int = 0
+    optimal_subproblems: int = 0
+    shift_moves: int = 0
+    history: list[tuple[float, int]] = field(default_factory=list)  # (seconds, objective) at each improvement
+
+
+class RoadefLNS:
+    """CP-SAT large neighbourhood search from the initial assignment (see the module docstring).
+
+    `run(time_limit, max_iterations)` returns the best assignment found; it is feasible at every step
+    (a subproblem's solution is only accepted when every hard constraint holds, and the starting point is
+    the initial assignment). `seed` fixes the neighbourhoods and CP-SAT's seeds; CP-SAT works on a
+    deterministic time budget per subproblem, single-threaded unless `workers` > 1 (then with interleaved,
+    still deterministic, search).
+    """
+
+    def __init__(self, inst: Instance, initial: np.ndarray, *, seed: int = 0, workers: int = 1,
+                 sub_dtime: float = 0.2, log: Callable[[str], None] | None = None) -> None:
+        self.inst = inst
+        self.a0 = _check_assignment(inst, np.asarray(initial), "initial assignment").copy()
+        self.a = self.a0.copy()
+        self.rng = random.Random(seed)
+        self.workers = max(1, workers)
+        self.sub_dtime = sub_dtime
+        self.log = log
+        s_count = inst.n_services
+        order = np.argsort(inst.service, kind="stable")
+        bounds = np.cumsum(np.bincount(inst.service, minlength=s_count))
+        self.svc_procs = np.split(order, bounds[:-1]) if s_count else []
+        self.rdeps: list[list[int]] = [[] for _ in range(s_count)]
+        for s, deps in enumerate(inst.dependencies):
+            for d in deps:
+                self.rdeps[d].append(s)
+        self.pm_w = inst.process_move_cost * inst.weight_process_move
+        self.mm_w = inst.machine_move_cost * inst.weight_machine_move
+        self.req = inst.requirement
+        self.req_list = inst.requirement.tolist()
+        self.nbh = inst.neighborhood.tolist()
+        self.loc = inst.location.tolist()
+        self.machines_of_nb: dict[int, list[int]] = {}
+        for m, n in enumerate(self.nbh):
+            self.machines_of_nb.setdefault(n, []).append(m)
+        self.objective_terms = [r for r in range(inst.n_resources) if inst.load_weight[r] > 0]
+        self.max_free = min(inst.n_processes, 40)
+        self.stats = SearchStats()
+        self._refresh()
+
+    # ---- state
+
+    def _refresh(self) -> None:
+        inst, a = self.inst, self.a
+        self.U = usage(inst, a)
+        moved = a != self.a0
+        self.T = self.U.copy()
+        np.add.at(self.T, self.a0[moved], self.req[moved])
+        self.moved_per_svc = np.bincount(inst.service[moved], minlength=max(1, inst.n_services))
+        self.obj = objective(inst, self.a0, a, self.U).total
+        cost = (np.maximum(self.U - inst.safety, 0) * inst.load_weight).sum(axis=1)
+        for b in inst.balances:
+            av1 = inst.capacity[:, b.r1] - self.U[:, b.r1]
+            av2 = inst.capacity[:, b.r2] - self.U[:, b.r2]
+            cost = cost + np.maximum(b.target * av1 - av2, 0) * b.weight
+        self.machine_cost = cost
+        order = np.argsort(a, kind="stable")
+        bounds = np.cumsum(np.bincount(a, minlength=inst.n_machines))
+        self.procs_on = np.split(order, bounds[:-1])
+
+    # ---- neighbourhoods
+
+    def _pick_machines(self) -> tuple[list[int], list[int]]:
+        """(machines K, processes F currently on K that are freed)."""
+        rng, inst = self.rng, self.inst
+        n_m = inst.n_machines
+        target = max(2, int(self.max_free))
+        kind = rng.random()
+        first: list[int] = []
+        preferred: list[int] = []
+        head_n = 0  # leading machines of `pool` chosen on purpose (not shuffled)
+        if kind < 0.45 and self.machine_cost.sum() > 0:  # a costly machine and partners
+            w = self.machine_cost.astype(float)
+            first = [int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right"))]
+            first[0] = min(first[0], n_m - 1)
+            pool = list(range(n_m))
+            if rng.random() < 0.6:  # partners with room where the costly machine is short of it
+                hot = first[0]
+                short = (self.U[hot] - inst.safety[hot]) > 0
+                if not short.any():
+                    short = np.ones(inst.n_resources, dtype=bool)
+                room = np.maximum(inst.safety[:, short] - self.U[:, short], 0) / np.maximum(inst.safety[:, short], 1)
+                slack = room.sum(axis=1) + 1e-9
+                slack[hot] = 0.0
+                pool = []
+                cum = np.cumsum(slack)
+                for _ in range(min(n_m, 6)):
+                    pool.append(min(n_m - 1, int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))))
+                head_n = len(pool)
+                pool += list(range(n_m))
+        elif kind < 0.6:  # machines of one neighborhood (moves inside keep dependencies)
+            n = self.nbh[rng.randrange(n_m)]
+            pool = list(self.machines_of_nb[n])
+            if len(pool) < 2:
+                pool = list(range(n_m))
+        elif kind < 0.8 and inst.n_services:  # processes of a few services
+            pool = list(range(n_m))
+            for _ in range(rng.randint(1, 3)):
+                s = rng.randrange(inst.n_services)
+                preferred.extend(self.svc_procs[s].tolist())
+            first = sorted({int(self.a[p]) for p in preferred})
+            rng.shuffle(first)
+            first = first[: max(2, target // 4)]
+            preferred = [p for p in preferred if int(self.a[p]) in set(first)]
+        else:  # random machines
+            pool = list(range(n_m))
+        head, tail = pool[:head_n], pool[head_n:]
+        rng.shuffle(tail)
+        pool = head + tail
+        machines: list[int] = []
+        seen: set[int] = set()
+        count = 0
+        for m in [*first, *pool]:
+            if m in seen:
+                continue
+            seen.add(m)
+            machines.append(m)
+            count += len(self.procs_on[m])
+            if len(machines) >= 2 and (count >= target or len(machines) >= max(2, target // 3)):
+                break
+        procs = [int(p) for m in machines for p in self.procs_on[m]]
+        if len(procs) > target:
+            pref = set(preferred)
+            head = [p for p in procs if p in pref]
+            rest = [p for p in procs if p not in pref]
+            rng.shuffle(head)
+            rng.shuffle(rest)
+            procs = (head + rest)[:target]
+        return machines, sorted(procs)
+
+    # ---- subproblem
+
+    def _solve_subproblem(self, machines: list[int], freed: list[int], wall: float) -> tuple[np.ndarray | None, bool]:
+        from ortools.sat.python import cp_model
+
+        inst, a, a0 = self.inst, self.a, self.a0
+        req = self.req_list
+        n_res = inst.n_resources
+        trans = [r for r in range(n_res) if inst.transient[r]]
+        cap = {m: inst.capacity[m].tolist() for m in machines}
+        f_u = {m: self.U[m].copy() for m in machines}
+        f_t = {m: self.T[m].copy() for m in machines}
+        for p in freed:
+            m = int(a[p])
+            f_u[m] -= self.req[p]
+            if a0[p] != m:
+                f_t[m] -= self.req[p]
+        f_u = {m: v.tolist() for m, v in f_u.items()}
+        f_t = {m: v.tolist() for m, v in f_t.items()}
+        freed_set = set(freed)
+        by_svc: dict[int, list[int]] = {}
+        for p in freed:
+            by_svc.setdefault(int(inst.service[p]), []).append(p)
+        base_machines: dict[int, set[int]] = {}
+        base_locs: dict[int, set[int]] = {}
+        base_nbs: dict[int, set[int]] = {}
+
+        def base(s: int) -> None:
+            if s in base_machines:
+                return
+            ms = [int(a[p]) for p in self.svc_procs[s].tolist() if p not in freed_set]
+            base_machines[s] = set(ms)
+            base_locs[s] = {self.loc[m] for m in ms}
+            base_nbs[s] = {self.nbh[m] for m in ms}
+
+        model = cp_model.CpModel()
+        x: dict[tuple[int, int], cp_model.IntVar] = {}
+        hints: list[tuple[cp_model.IntVar, int]] = []
+        obj_terms: list = []
+        for s, procs in by_svc.items():
+            base(s)
+            for p in procs:
+                a0p = int(a0[p])
+                row = []
+                for m in machines:
+                    if m in base_machines[s]:
+                        continue
+                    if any(req[p][r] > cap[m][r] - f_u[m][r] for r in range(n_res)):
+                        continue
+                    if a0p != m and any(req[p][r] > cap[m][r] - f_t[m][r] for r in trans):
+                        continue
+                    v = model.NewBoolVar(f"x{p}_{m}")
+                    x[p, m] = v
+                    row.append(v)
+                    hints.append((v, int(a[p] == m)))
+                    c = (int(self.pm_w[p]) if m != a0p else 0) + int(self.mm_w[a0p, m])
+                    if c:
+                        obj_terms.append(c * v)
+                model.AddExactlyOne(row)
+        cand: dict[int, list[int]] = {m: [] for m in machines}
+        for p, m in x:
+            cand[m].append(p)
+        # capacity, transient capacity, load and balance costs
+        for m in machines:
+            ps = cand[m]
+            for r in range(n_res):
+                room = cap[m][r] - f_u[m][r]
+                if sum(req[p][r] for p in ps) > room:
+                    model.Add(sum(req[p][r] * x[p, m] for p in ps if req[p][r]) <= room)
+            for r in trans:
+                room = cap[m][r] - f_t[m][r]
+                movers = [p for p in ps if a0[p] != m and req[p][r]]
+                if sum(req[p][r] for p in movers) > room:
+                    model.Add(sum(req[p][r] * x[p, m] for p in movers) <= room)
+            for r in self.objective_terms:
+                sc = int(inst.safety[m, r])
+                hi = f_u[m][r] + sum(req[p][r] for p in ps)
+                if min(hi, cap[m][r]) <= sc:
+                    continue
+                over = model.NewIntVar(0, cap[m][r] - sc if cap[m][r] > sc else 0, f"over{m}_{r}")
+                model.Add(over >= f_u[m][r] - sc + sum(req[p][r] * x[p, m] for p in ps if req[p][r]))
+                obj_terms.append(int(inst.load_weight[r]) * over)
+                hints.append((over, max(0, int(self.U[m, r]) - sc)))
+            for b in inst.balances:
+                if b.weight == 0:
+                    continue
+                const = b.target * (cap[m][b.r1] - f_u[m][b.r1]) - (cap[m][b.r2] - f_u[m][b.r2])
+                coefs = [(p, req[p][b.r2] - b.target * req[p][b.r1]) for p in ps]
+                if const + sum(c for _, c in coefs if c > 0) <= 0:
+                    continue
+                bal = model.NewIntVar(0, max(0, const + sum(c for _, c in coefs if c > 0)), f"bal{m}")
+                model.Add(bal >= const + sum(c * x[p, m] for p, c in coefs if c))
+                obj_terms.append(b.weight * bal)
+                cur = b.target * (cap[m][b.r1] - int(self.U[m, b.r1])) - (cap[m][b.r2] - int(self.U[m, b.r2]))
+                hints.append((bal, max(0, cur)))
+        # conflict and spread
+        for s, procs in by_svc.items():
+            for m in machines:
+                vs = [x[p, m] for p in procs if (p, m) in x]
+                if len(vs) > 1:
+                    model.AddAtMostOne(vs)
+            need = int(inst.spread_min[s]) - len(base_locs[s])
+            if need > 0:
+                by_loc: dict[int, list] = {}
+                for p in procs:
+                    for m in machines:
+                        if (p, m) in x and self.loc[m] not in base_locs[s]:
+                            by_loc.setdefault(self.loc[m], []).append((p, m))
+                ys = []
+                for lo, pms in by_loc.items():
+                    y = model.NewBoolVar(f"y{s}_{lo}")
+                    model.Add(y <= sum(x[pm] for pm in pms))
+                    ys.append(y)
+                    hints.append((y, int(any(a[p] == m for p, m in pms))))
+                model.Add(sum(ys) >= need)
+        # dependencies, over the neighborhoods the freed processes can leave or reach
+        nbs = sorted({self.nbh[m] for m in machines})
+        presence: dict[tuple[int, int], object] = {}
+
+        def pres(s: int, n: int):
+            key = (s, n)
+            if key in presence:
+                return presence[key]
+            base(s)
+            if n in base_nbs[s]:
+                val: object = 1
+            else:
+                xs = [(p, m) for p in by_svc.get(s, []) for m in machines if self.nbh[m] == n and (p, m) in x]
+                if not xs:
+                    val = 0
+                else:
+                    v = model.NewBoolVar(f"n{s}_{n}")
+                    for pm in xs:
+                        model.AddImplication(x[pm], v)
+                    model.Add(v <= sum(x[pm] for pm in xs))
+                    hints.append((v, int(any(a[p] == m for p, m in xs))))
+                    val = v
+            presence[key] = val
+            return val
+
+        pairs = {(s, d) for s in by_svc for d in inst.dependencies[s]}
+        pairs |= {(s2, s) for s in by_svc for s2 in self.rdeps[s]}
+        for s, d in sorted(pairs):
+            for n in nbs:
+                ps_, pd = pres(s, n), pres(d, n)
+                if isinstance(ps_, int) and ps_ == 0:
+                    continue
+                if isinstance(pd, int) and pd == 1:
+                    continue
+                model.Add(ps_ <= pd)
+        # service move cost: the largest number of moved processes of one service
+        if inst.weight_service_move:
+            others = self.moved_per_svc.copy()
+            others[list(by_svc)] = 0
+            z = model.NewIntVar(int(others.max()), inst.n_processes, "z")
+            for s, procs in by_svc.items():
+                base_moved = int(self.moved_per_svc[s]) - sum(1 for p in procs if a[p] != a0[p])
+                terms = []
+                const = base_moved
+                for p in procs:
+                    key = (p, int(a0[p]))
+                    if key in x:
+                        const += 1
+                        terms.append(-x[key])
+                    else:
+                        const += 1
+                model.Add(z >= const + sum(terms))
+            obj_terms.append(inst.weight_service_move * z)
+            hints.append((z, int(self.moved_per_svc.max())))
+        model.Minimize(sum(obj_terms))
+        for v, val in hints:
+            model.AddHint(v, val)
+        solver = cp_model.CpSolver()
+        prm = solver.parameters
+        prm.num_workers = self.workers
+        if self.workers > 1:
+            prm.interleave_search = True
+        prm.max_deterministic_time = self.sub_dtime
+        prm.max_time_in_seconds = max(0.05, wall)
+        prm.random_seed = self.rng.randrange(1 << 30)
+        status = solver.Solve(model)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None, False
+        new = a.copy()
+        for (p, m), v in x.items():
+            if solver.BooleanValue(v):
+                new[p] = m
+        return new, status == cp_model.OPTIMAL
+
+    # ---- fast local moves
+
+    def _delta_machine_cost(self, rows: np.ndarray, u_new: np.ndarray) -> np.ndarray:
+        """Load + balance cost of machines `rows` at usage `u_new` (one row per machine)."""
+        inst = self.inst
+        cost = (np.maximum(u_new - inst.safety[rows], 0) * inst.load_weight).sum(axis=1)
+        for b in inst.balances:
+            av1 = inst.capacity[rows, b.r1] - u_new[:, b.r1]
+            av2 = inst.capacity[rows, b.r2] - u_new[:, b.r2]
+            cost = cost + np.maximum(b.target * av1 - av2, 0) * b.weight
+        return cost
+
+    def shift_descent(self, deadline: float, max_sweeps: int = 3) -> int:
+        """Move single processes to their best machine while that strictly lowers the objective."""
+        inst, a, a0 = self.inst, self.a, self.a0
+        n_m = inst.n_machines
+        all_m = np.arange(n_m)
+        cap, trans = inst.capacity, inst.transient
+        loc_arr, nbh_arr = inst.location, inst.neighborhood
+        w_s = inst.weight_service_move
+        moves = 0
+        for _ in range(max_sweeps):
+            improved = 0
+            order = list(range(inst.n_processes))
+            self.rng.shuffle(order)
+            for p in order:
+                if time.monotonic() > deadline:
+                    return moves
+                m0, a0p, s = int(a[p]), int(a0[p]), int(inst.service[p])
+                rq = self.req[p]
+                u_add = self.U + rq
+                ok = (u_add <= cap).all(axis=1)
+                t_add = self.T + rq * (all_m != a0p)[:, None]
+                ok &= ((t_add <= cap) | ~trans).all(axis=1)
+                others = self.svc_procs[s]
+                others = others[others != p]
+                om = a[others]
+                ok[om] = False
+                ok[m0] = False
+                if not ok.any():
+                    continue
+                if inst.spread_min[s] > 1:
+                    olocs = np.unique(loc_arr[om])
+                    new_count = len(olocs) + ~np.isin(loc_arr, olocs)
+                    ok &= new_count >= inst.spread_min[s]
+                if inst.dependencies[s] or self.rdeps[s]:
+                    onbs = set(nbh_arr[om].tolist())
+                    n0 = self.nbh[m0]
+                    bad_nb: set[int] = set()
+                    # leaving n0 would drop s from it: then nothing there may depend on s
+                    if n0 not in onbs and any(
+                        n0 in set(nbh_arr[a[self.svc_procs[s2]]].tolist()) for s2 in self.rdeps[s] if s2 != s
+                    ):
+                        ok &= nbh_arr == n0
+                    for d in inst.dependencies[s]:
+                        if d == s:
+                            continue
+                        dn = set(nbh_arr[a[self.svc_procs[d]]].tolist())
+                        bad_nb |= {n for n in self.machines_of_nb if n not in onbs and n not in dn and n != n0}
+                    if bad_nb:
+                        ok &= ~np.isin(nbh_arr, list(bad_nb))
+                if not ok.any():
+                    continue
+                cand = np.flatnonzero(ok)
+                add_cost = self._delta_machine_cost(cand, u_add[cand]) - self.machine_cost[cand]
+                rem_cost = (self._delta_machine_cost(np.array([m0]), (self.U[m0] - rq)[None, :])[0]
+                            - self.machine_cost[m0])
+                mv = (self.pm_w[p] * (cand != a0p) + self.mm_w[a0p, cand]
+                      - (self.pm_w[p] * (m0 != a0p) + self.mm_w[a0p, m0]))
+                delta = add_cost + rem_cost + mv
+                if w_s:
+                    cur_max = int(self.moved_per_svc.max())
+                    cnt = int(self.moved_per_svc[s])
+                    was = int(m0 != a0p)
+                    new_cnt = cnt - was + (cand != a0p)
+                    rest = self.moved_per_svc.copy()
+                    rest[s] = 0
+                    new_max = np.maximum(new_cnt, int(rest.max()))
+                    delta = delta + w_s * (new_max - cur_max)
+                k = int(np.argmin(delta))
+                if delta[k] >= 0:
+                    continue
+                m1 = int(cand[k])
+                # apply
+                a[p] = m1
+                self.U[m0] -= rq
+                self.U[m1] += rq
+                if m0 != a0p:
+                    self.T[m0] -= rq
+                if m1 != a0p:
+                    self.T[m1] += rq
+                self.moved_per_svc[s] += int(m1 != a0p) - int(m0 != a0p)
+                self.machine_cost[m0] = self._delta_machine_cost(np.array([m0]), self.U[m0][None, :])[0]
+                self.machine_cost[m1] = self._delta_machine_cost(np.array([m1]), self.U[m1][None, :])[0]
+                moves += 1
+                improved += 1
+            if not improved:
+                break
+        self.stats.shift_moves += moves
+        if moves:
+            self._refresh()
+        return moves
+
+    # ---- main loop
+
+    def run(self, time_limit: float, max_iterations: int | None = None) -> np.ndarray:
+        start = time.monotonic()
+        deadline = start + time_limit
+        self.stats.history.append((0.0, self.obj))
+        last_shift = -1
+        while time.monotonic() < deadline - 0.05:
+            if max_iterations is not None and self.stats.iterations >= max_iterations:
+                break
+            if self.stats.improvements != last_shift and self.stats.iterations % 20 == 0:
+                last_shift = self.stats.improvements
+                before = self.obj
+                if self.shift_descent(deadline) and self.obj < before:
+                    self.stats.improvements += 1
+                    self.stats.history.append((time.monotonic() - start, self.obj))
+                    if self.log:
+                        self.log(f"{time.monotonic() - start:7.1f}s shift: {self.obj:,}")
+            self.stats.iterations += 1
+            machines, freed = self._pick_machines()
+            if not freed:
+                continue
+            new, optimal = self._solve_subproblem(machines, freed, deadline - time.monotonic())
+            if optimal:
+                self.stats.optimal_subproblems += 1
+                self.max_free = min(self.max_free * 1.05 + 1, 400, self.inst.n_processes)
+            else:
+                self.max_free = max(8, self.max_free * 0.9)
+            if new is None:
+                continue
+            u = usage(self.inst, new)
+            total = objective(self.inst, self.a0, new, u).total
+            if total <= self.obj:
+                if total < self.obj:
+                    self.stats.improvements += 1
+                    self.stats.history.append((time.monotonic() - start, total))
+                    if self.log:
+                        self.log(f"{time.monotonic() - start:7.1f}s it {self.stats.iterations}: {total:,} "
+                                 f"(free {len(freed)} on {len(machines)} machines)")
+                self.a = new
+                self._refresh()
+        return self.a.copy()
+
+
+def solve(inst: Instance, initial: np.ndarray, *, time_limit: float = 60.0, seed: int = 0,
+          max_iterations: int | None = None, workers: int = 1,
+          log: Callable[[str], None] | None = None) -> tuple[np.ndarray, SearchStats]:
+    """Best assignment found within `time_limit` seconds (feasible: checked, else the initial one)."""
+    search = RoadefLNS(inst, initial, seed=seed, workers=workers, log=log)
+    best = search.run(time_limit, max_iterations)
+    if violations(inst, search.a0, best):  # pragma: no cover - a bug; never output an infeasible assignment
+        if log:
+            log("BUG: the search ended on an infeasible assignment; returning the initial one")
+        best = search.a0.copy()
+    return best, search.stats
+
+
+def instance_name(model_path: str | os.PathLike[str]) -> str:
+    stem = Path(model_path).stem
+    return stem[len("model_"):] if stem.startswith("model_") else stem
+
+
+def run_roadef(model_path: str | os.PathLike[str], assignment_path: str | os.PathLike[str],
+               out_path: str | os.PathLike[str], time_limit: float = 300.0, seed: int = 0, *,
+               workers: int = 1, log: Callable[[str], None] | None = None) -> dict:
+    """Solve one instance from files; write the new assignment (atomically); return a summary dict."""
+    start = time.monotonic()
+    inst = read_instance(model_path)
+    a0 = read_assignment(assignment_path, inst)
+    initial_obj, initial_viol = score(inst, a0, a0)
+    if initial_viol:
+        raise InputError(f"the initial assignment is infeasible ({initial_viol[0]})", source=str(assignment_path))
+    budget = max(0.1, time_limit - (time.monotonic() - start) - 0.2)
+    best, stats = solve(inst, a0, time_limit=budget, seed=seed, workers=workers, log=log)
+    write_assignment(out_path, best)
+    final_obj, final_viol = score(inst, a0, best)
+    name = instance_name(model_path)
+    bk = BEST_KNOWN.get(name)
+    return {
+        "instance": name,
+        "initial": initial_obj.as_dict(),
+        "final": final_obj.as_dict(),
+        "objective": final_obj.total,
+        "feasible": not final_viol,
+        "violations": final_viol,
+        "best_known": bk,
+        "gap_percent": (100.0 * (final_obj.total - bk) / bk) if bk else None,
+        "challenge_best": CHALLENGE_BEST.get(name),
+        "seconds": round(time.monotonic() - start, 2),
+        "iterations": stats.iterations,
+        "improvements": stats.improvements,
+        "seed": seed,
+        "output": str(out_path),
+    }

@@ -1,0 +1,166 @@
+"""Carrying a rebalancing plan out against a cluster, wave by wave, through the Eviction API (policy/v1).
+
+Per wave: every move's pod is evicted (POST pods/{name}/eviction); then, until `timeout` seconds have passed,
+the pods of each moved pod's controller that were not there before the wave are its replacements: those
+whose `schedulerName` is kplace's (`scheduler_name`) are bound to the planned nodes (POST pods/{name}/binding,
+as kube-scheduler's DefaultBinder does), the others are left to their scheduler; planned placements of pending
+pods are bound the same way. The next wave starts only when every replacement is bound and Running.
+It stops, and reports what was done, at the first surprise: a PodDisruptionBudget refusal (429), any other API
+error, a pod already gone, a replacement that landed elsewhere than planned, or the timeout.
+
+The binder (`solver/binder/`) had no eviction or binding helper when this was written, so the calls are made
+here with the official `kubernetes` client directly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any
+
+from kplace.models.errors import KplaceError
+from kplace.models.index import ClusterIndex
+
+
+def _api(kubeconfig: str, context: str | None):
+    try:
+        from kubernetes import client, config
+    except ImportError as exc:  # pragma: no cover - a core dependency
+        raise KplaceError("--apply needs the kubernetes client (pip install kubernetes)") from exc
+    try:
+        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
+    except Exception as exc:
+        raise KplaceError(f"{kubeconfig}: cannot load the kubeconfig: {exc}") from None
+    return client, client.CoreV1Api(api_client)
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return ns, name
+
+
+def _owner_uid(index: ClusterIndex, key: str) -> str | None:
+    pi = index.pod_by_key.get(key)
+    if pi is None:
+        return None
+    ref = next((o for o in pi.pod.metadata.owner_references if o.controller), None)
+    return ref.uid or f"{ref.kind}/{ref.name}" if ref is not None else None
+
+
+def _pod_owner(p) -> str | None:
+    for o in p.metadata.owner_references or []:
+        if o.controller:
+            return o.uid or f"{o.kind}/{o.name}"
+    return None
+
+
+def apply_plan(plan: dict[str, Any], index: ClusterIndex, kubeconfig: str, context: str | None = None, *,
+               timeout: float = 300.0, scheduler_name: str = "kplace", poll: float = 0.5) -> dict[str, Any]:
+    """Execute `plan` (from `plan_rebalance`); returns a report {completed, waves_done, stopped, events}."""
+    client, api = _api(kubeconfig, context)
+    from kubernetes.client.rest import ApiException
+
+    events: list[dict[str, Any]] = []
+    report: dict[str, Any] = {"completed": False, "waves_done": 0, "stopped": None, "events": events}
+    waves = max([m["wave"] for m in plan["moves"]] + [p["wave"] or 0 for p in plan["placements"]], default=0)
+
+    def stop(why: str) -> dict[str, Any]:
+        report["stopped"] = why
+        return report
+
+    for w in range(1, waves + 1):
+        moves = [m for m in plan["moves"] if m["wave"] == w]
+        places = [p for p in plan["placements"] if p.get("wave") == w and p["node"]]
+        namespaces = sorted({_split(m["pod"])[0] for m in moves} | {_split(p["pod"])[0] for p in places})
+        try:
+            before = {ns: {p.metadata.name for p in api.list_namespaced_pod(ns).items} for ns in namespaces}
+        except ApiException as exc:
+            return stop(f"wave {w}: listing pods failed: HTTP {exc.status} {exc.reason}")
+        want: dict[str, list[str]] = defaultdict(list)  # owner → planned nodes of its replacements
+        for m in moves:
+            ns, name = _split(m["pod"])
+            body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
+            try:
+                api.create_namespaced_pod_eviction(name, ns, body)
+            except ApiException as exc:
+                if exc.status == 429:
+                    return stop(f"wave {w}: eviction of {m['pod']} refused (429, a PodDisruptionBudget); stopped "
+                                "safely, later moves not attempted")
+                return stop(f"wave {w}: eviction of {m['pod']} failed: HTTP {exc.status} {exc.reason}")
+            events.append({"wave": w, "action": "evicted", "pod": m["pod"], "from": m["from"]})
+            owner = _owner_uid(index, m["pod"])
+            if owner is None:
+                return stop(f"wave {w}: {m['pod']} has no controller, so nothing will replace it")
+            want[f"{ns}|{owner}"].append(m["to"])
+        for p in list(places):
+            ns, name = _split(p["pod"])
+            pi = index.pod_by_key.get(p["pod"])
+            if pi is None or (pi.spec.scheduler_name or "default-scheduler") != scheduler_name:
+                events.append({"wave": w, "action": "left to its scheduler", "pod": p["pod"], "node": p["node"]})
+                places.remove(p)
+                continue
+            err = _bind(client, api, ApiException, ns, name, p["node"], scheduler_name)
+            if err:
+                return stop(f"wave {w}: {err}")
+            events.append({"wave": w, "action": "bound", "pod": p["pod"], "node": p["node"]})
+        deadline = time.monotonic() + timeout
+        handled: set[str] = set()
+        while True:
+            done = True
+            try:
+                current = {ns: api.list_namespaced_pod(ns).items for ns in namespaces}
+            except ApiException as exc:
+                return stop(f"wave {w}: listing pods failed: HTTP {exc.status} {exc.reason}")
+            for key, nodes in want.items():
+                ns, owner = key.split("|", 1)
+                new = sorted((p for p in current[ns] if p.metadata.name not in before[ns]
+                              and _pod_owner(p) == owner and p.metadata.deletion_timestamp is None),
+                             key=lambda p: p.metadata.name)
+                if len(new) < len(nodes):
+                    done = False
+                    continue
+                free = list(nodes)
+                for p in new:
+                    if p.spec.node_name and p.spec.node_name in free:
+                        free.remove(p.spec.node_name)
+                for p in new[: len(nodes)]:
+                    full = f"{ns}/{p.metadata.name}"
+                    if not p.spec.node_name:
+                        done = False
+                        if full in handled or (p.spec.scheduler_name or "default-scheduler") != scheduler_name:
+                            continue
+                        dst = free.pop(0)
+                        err = _bind(client, api, ApiException, ns, p.metadata.name, dst, scheduler_name)
+                        if err:
+                            return stop(f"wave {w}: {err}")
+                        handled.add(full)
+                        events.append({"wave": w, "action": "bound replacement", "pod": full, "node": dst})
+                    elif p.status.phase != "Running":
+                        done = False
+                    elif p.spec.node_name not in nodes and full not in handled:
+                        handled.add(full)
+                        events.append({"wave": w, "action": "replacement elsewhere", "pod": full,
+                                       "node": p.spec.node_name})
+            for p in places:
+                ns, name = _split(p["pod"])
+                mine = next((q for q in current[ns] if q.metadata.name == name), None)
+                if mine is None or mine.status.phase != "Running":
+                    done = False
+            if done:
+                break
+            if time.monotonic() > deadline:
+                return stop(f"wave {w}: replacements not bound and Running within {timeout:g}s; stopped")
+            time.sleep(poll)
+        report["waves_done"] = w
+    report["completed"] = True
+    return report
+
+
+def _bind(client, api, api_exception, ns: str, name: str, node: str, scheduler_name: str) -> str | None:
+    body = client.V1Binding(metadata=client.V1ObjectMeta(name=name, namespace=ns),
+                            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node))
+    try:
+        api.create_namespaced_pod_binding(name, ns, body, _preload_content=False)
+    except api_exception as exc:
+        return f"binding {ns}/{name} to {node} failed: HTTP {exc.status} {exc.reason}"
+    return None

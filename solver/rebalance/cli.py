@@ -1,0 +1,232 @@
+"""`kplace rebalance`: the command (thin, over `plan.plan_rebalance`, `apply.apply_plan` and ROADEF's runner)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from typing import Any
+
+import click
+from kplace.models.errors import KplaceError, NotImplementedFeature
+
+from ..cli import CONFIG_OPT, CONTEXT_OPT, KUBECONFIG_OPT, STATE_ARG, load_index
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in '10m', '30s', '1h', '250ms' or a bare number of seconds."""
+    m = _DURATION.match(text.strip())
+    if not m:
+        raise click.BadParameter(f"{text!r} is not a duration like 30s, 10m or 1h", param_hint="--every")
+    value, unit = float(m.group(1)), m.group(2) or "s"
+    return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+
+
+def render_table(plan: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]goal[/bold] {plan['goal']}  ·  {len(plan['moves'])} move(s) in {len(plan['waves'])} "
+                  f"wave(s)  ·  {sum(1 for p in plan['placements'] if p['node'])} pending pod(s) placed  ·  "
+                  f"model {plan['model']['status']}  ·  {plan['seconds']}s")
+    t = Table(title="before → after", title_justify="left")
+    t.add_column("metric")
+    t.add_column("before", justify="right")
+    t.add_column("after", justify="right")
+    b, a = plan["before"], plan["after"]
+    rows = [("non-empty nodes", "non_empty_nodes"), ("peak utilisation %", "peak_utilisation_percent"),
+            ("utilisation spread %", "utilisation_spread_percent"), ("violations", "violations"),
+            ("pending unplaced", "pending_unplaced"), ("overutilised nodes", "overutilised_nodes"),
+            ("underutilised nodes", "underutilised_nodes")]
+    for label, key in rows:
+        if key in b:
+            t.add_row(label, str(b[key]), str(a[key]))
+    t.add_row("cpu stdev %", str(b["utilisation_percent"]["cpu"]["stdev"]),
+              str(a["utilisation_percent"]["cpu"]["stdev"]))
+    console.print(t)
+    if plan["moves"]:
+        mt = Table(title="moves", title_justify="left")
+        for c in ("wave", "pod", "from", "to"):
+            mt.add_column(c)
+        for m in plan["moves"][:200]:
+            mt.add_row(str(m["wave"]), m["pod"], m["from"], m["to"])
+        console.print(mt)
+        if len(plan["moves"]) > 200:
+            console.print(f"... {len(plan['moves']) - 200} more (use --output json)")
+    if plan["never_moved"]:
+        console.print("never moved: " + ", ".join(f"{n} {r}" for r, n in plan["never_moved"].items()))
+    for d in plan["dropped"]:
+        console.print(f"[yellow]dropped[/yellow] {d['pod']} {d['from']} → {d['to']}: {d['reason']}")
+    for w in plan["warnings"]:
+        console.print(f"[yellow]warning[/yellow] {w}")
+    if "apply" in plan:
+        ap = plan["apply"]
+        state = "completed" if ap["completed"] else f"STOPPED: {ap['stopped']}"
+        console.print(f"apply: {state} ({ap['waves_done']} wave(s) done, {len(ap['events'])} action(s))")
+    else:
+        console.print(f"[dim]{plan['simulated']}[/dim]")
+
+
+def emit(plan: dict[str, Any], output: str, out_file: str | None) -> None:
+    from ..output import dumps, write_atomic
+
+    if out_file:
+        text = dumps(plan)
+        if out_file.endswith((".yaml", ".yml")):
+            import yaml
+
+            text = yaml.safe_dump(plan, sort_keys=False)
+        write_atomic(out_file, text)
+    if output == "json":
+        sys.stdout.write(dumps(plan))
+    elif output == "yaml":
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(plan, sort_keys=False))
+    else:
+        render_table(plan)
+
+
+def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, seed: int) -> dict[str, Any]:
+    if len(paths) != 2 or not out_file:
+        raise click.UsageError("--format roadef needs MODEL ASSIGNMENT and -o NEW_ASSIGNMENT")
+    try:
+        from .roadef import run_roadef as runner
+    except ImportError:
+        raise NotImplementedFeature("--format roadef: kplace.solver.rebalance.roadef.run_roadef is not "
+                                    "available yet (the ROADEF 2012 part of issue 7)") from None
+    return runner(paths[0], paths[1], out_file, time_limit, seed)
+
+
+class Metrics:
+    """Prometheus counters for the periodic job (its own registry, so tests can make several)."""
+
+    def __init__(self, port: int | None) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+        self.registry = CollectorRegistry()
+        self.runs = Counter("kplace_rebalance_runs_total", "Rebalancing runs", ["result"], registry=self.registry)
+        self.moves = Counter("kplace_rebalance_moves_total", "Moves proposed", registry=self.registry)
+        self.nodes = Gauge("kplace_rebalance_non_empty_nodes", "Non-empty nodes after the last plan",
+                           registry=self.registry)
+        self.violations = Gauge("kplace_rebalance_violations", "Hard-rule violations after the last plan",
+                                registry=self.registry)
+        self.seconds = Gauge("kplace_rebalance_last_run_seconds", "Duration of the last run", registry=self.registry)
+        if port is not None:
+            start_http_server(port, registry=self.registry)
+
+    def record(self, plan: dict[str, Any], result: str) -> None:
+        self.runs.labels(result=result).inc()
+        self.moves.inc(len(plan["moves"]))
+        self.nodes.set(plan["after"]["non_empty_nodes"])
+        self.violations.set(plan["after"]["violations"])
+        self.seconds.set(plan["seconds"])
+
+
+@click.command()
+@STATE_ARG
+@click.option("--goal", type=click.Choice(["pack", "balance", "repair", "all"]), default="pack", show_default=True,
+              help="pack: free whole nodes; balance: thresholds (policy) or lowest peak; repair: fix violations; "
+                   "all: repair then pack.")
+@click.option("--max-moves", type=click.IntRange(min=0), default=None, help="At most N moves in the plan.")
+@click.option("--max-moves-per-node", type=click.IntRange(min=0), default=None, help="At most N moves off a node.")
+@click.option("--max-moves-per-namespace", type=click.IntRange(min=0), default=None,
+              help="At most N moves per namespace.")
+@click.option("--min-gain", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Goal gained per move, at least (nodes for pack, percentage points for balance); else no move.")
+@click.option("--no-pending", is_flag=True, help="Do not place pending pods in the same model.")
+@click.option("--policy", "policy_path", type=click.Path(dir_okay=False), default=None,
+              help="RebalancePolicy or DeschedulerPolicy YAML: evictor rules, thresholds, owner caps.")
+@CONFIG_OPT
+@click.option("--time-limit", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds for the model.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--output", "-O", "output", type=click.Choice(["table", "json", "yaml"]), default="table",
+              show_default=True)
+@click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the plan here atomically (JSON, or YAML for .yaml/.yml); with --format roadef, the new "
+                   "assignment.")
+@click.option("--apply", "do_apply", is_flag=True, help="Carry the plan out (Eviction API, wave by wave).")
+@KUBECONFIG_OPT
+@CONTEXT_OPT
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True,
+              help="With --apply: seconds to wait per wave for replacements bound and Running.")
+@click.option("--scheduler-name", default="kplace", show_default=True,
+              help="With --apply: replacement pods with this schedulerName are bound to their planned nodes.")
+@click.option("--every", default=None, metavar="DURATION", help="Run periodically (e.g. 10m) instead of once.")
+@click.option("--runs", type=click.IntRange(min=1), default=None, help="With --every: stop after N runs.")
+@click.option("--metrics-port", type=click.IntRange(min=1, max=65535), default=None,
+              help="With --every: serve Prometheus metrics on this port.")
+@click.option("--format", "fmt", type=click.Choice(["k8s", "roadef"]), default="k8s", show_default=True,
+              help="roadef: STATE is MODEL ASSIGNMENT of a ROADEF 2012 instance; -o gets the new assignment.")
+def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespace, min_gain, no_pending, policy_path,
+              config_path, time_limit, workers, seed, output, out_file, do_apply, kubeconfig, context, timeout,
+              scheduler_name, every, runs, metrics_port, fmt):
+    """Propose (and with --apply, carry out) bounded, PDB-safe moves that pack, balance or repair the cluster.
+
+    Dry run by default: the plan says what it simulated. Every move has a destination; moves come in waves
+    that are safe one after the other (capacity with both copies counted, PodDisruptionBudgets, hard rules).
+
+    \b
+    Examples:
+      kplace rebalance state.json
+      kplace rebalance state.json --goal balance --policy policy.yaml --output json -o plan.json
+      kplace rebalance state.json --goal repair --max-moves 20 --max-moves-per-node 2
+      kplace rebalance --kubeconfig ~/.kube/config --apply --every 10m
+      kplace rebalance --format roadef model_a1_1.txt assignment_a1_1.txt -o new_a1_1.txt --time-limit 300
+    """
+    if fmt == "roadef":
+        summary = run_roadef(state, out_file, time_limit, seed)
+        if output == "table":
+            for k, v in summary.items():
+                click.echo(f"{k}: {v}")
+        else:
+            emit(summary, output, None)
+        return
+    if do_apply and not kubeconfig:
+        raise click.UsageError("--apply needs --kubeconfig")
+    if runs is not None and every is None:
+        raise click.UsageError("--runs goes with --every")
+    from .model import RebalanceOptions
+    from .plan import plan_rebalance
+    from .policy import load_policy
+
+    policy = load_policy(policy_path)
+    opts = RebalanceOptions(goal=goal, max_moves=max_moves, max_moves_per_node=max_moves_per_node,
+                            max_moves_per_namespace=max_moves_per_namespace, min_gain=min_gain,
+                            time_limit=time_limit, workers=workers, seed=seed, place_pending=not no_pending)
+    interval = parse_duration(every) if every else None
+    metrics = Metrics(metrics_port) if interval is not None else None
+    n = 0
+    while True:
+        started = time.monotonic()
+        n += 1
+        result = "ok"
+        try:
+            index, config = load_index(state, config_path, kubeconfig, context)
+            plan = plan_rebalance(index, config, policy, opts)
+            if do_apply:
+                from .apply import apply_plan
+
+                plan["dry_run"] = False
+                plan["apply"] = apply_plan(plan, index, kubeconfig, context, timeout=timeout,
+                                           scheduler_name=scheduler_name)
+                result = "ok" if plan["apply"]["completed"] else "stopped"
+            emit(plan, output, out_file)
+        except KplaceError as exc:
+            if metrics is None:
+                raise
+            click.echo(f"kplace: error (run {n}): {exc}", err=True)
+            metrics.runs.labels(result="error").inc()
+            plan = None
+        if metrics is not None and plan is not None:
+            metrics.record(plan, result)
+        if interval is None or (runs is not None and n >= runs):
+            if do_apply and plan is not None and not plan["apply"]["completed"]:
+                sys.exit(1)
+            return
+        time.sleep(max(0.0, interval - (time.monotonic() - started)))

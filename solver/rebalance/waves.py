@@ -1,0 +1,146 @@
+"""Cutting the moves into waves that are safe to run one after the other.
+
+Within a wave, all evictions and replacements happen together, so:
+- capacity: on every node, the pods there before the wave plus every pod arriving in the wave fit (a moving pod
+  counts on both its old and its new node until the wave is done), resources and pod slots;
+- PodDisruptionBudgets: the wave evicts at most `disruptionsAllowed` pods selected by each PDB (computed from its
+  selector and the current healthy pods; replacements are Running again before the next wave starts);
+- owners: at most `policy.owner_cap(replicas)` pods of one workload (maxUnavailable-like);
+- hard rules: the state after the wave has no violation that the state before the plan did not have (checked by
+  `check.StateChecker`, independently of the model), so every hard rule holds before and after each wave.
+Waves are filled greedily in a fixed order (pending placements and moves off the least-used nodes first). A
+move that no wave can take (a swap between full nodes, say) is dropped and reported, never forced.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from kplace.models.index import ClusterIndex
+
+from ..plugins.defaultpreemption import matching_pdbs
+from .check import StateChecker
+from .policy import Policy
+
+
+@dataclass
+class Step:
+    pod: str
+    src: int | None  # None: a pending pod's placement
+    dst: int
+    wave: int = 0
+
+
+@dataclass
+class Waves:
+    steps: list[Step] = field(default_factory=list)
+    dropped: list[tuple[Step, str]] = field(default_factory=list)
+    final: dict[str, int] = field(default_factory=dict)
+    count: int = 0
+
+
+def owner_of(index: ClusterIndex, key: str) -> tuple[str, str, str] | None:
+    pi = index.pod_by_key[key]
+    ref = next((o for o in pi.pod.metadata.owner_references if o.controller), None)
+    return (pi.namespace, ref.kind, ref.name) if ref is not None else None
+
+
+def build_waves(index: ClusterIndex, checker: StateChecker, policy: Policy, steps: list[Step],
+                start: dict[str, int], tolerated: set[str]) -> Waves:
+    """Sequence `steps` from the state `start` ({pod: node}); `tolerated`: pods already violating before."""
+    snap = index.snapshot
+    allowed = [snap.pdb_disruptions_allowed(p) for p in snap.pdbs]
+    pdbs_of = {s.pod: matching_pdbs(index, index.pod_by_key[s.pod]) for s in steps if s.src is not None}
+    replicas: dict[tuple, int] = defaultdict(int)
+    for pi in index.pods:
+        o = owner_of(index, pi.key)
+        if o is not None:
+            replicas[o] += 1
+    owners = {s.pod: owner_of(index, s.pod) for s in steps}
+
+    assign = dict(start)
+    used = np.zeros_like(index.alloc)
+    count = np.zeros(len(index.nodes), dtype=np.int64)
+    for k, n in assign.items():
+        pi = index.pod_by_key[k]
+        used[n] += index.pod_req[pi.idx]
+        count[n] += 1
+    remaining = sorted(steps, key=lambda s: (s.src is not None, -1 if s.src is None else int(count[s.src]),
+                                             s.src if s.src is not None else -1, s.pod))
+    out = Waves()
+    wave = 0
+    while remaining:
+        wave += 1
+        inflow = np.zeros_like(used)
+        in_count = np.zeros_like(count)
+        budget = list(allowed)
+        per_owner: dict[tuple, int] = defaultdict(int)
+        chosen: list[Step] = []
+        for s in remaining:
+            req = index.pod_req[index.pod_by_key[s.pod].idx]
+            n = s.dst
+            over = (req > 0) & (used[n] + inflow[n] + req > index.alloc[n])
+            if over.any() or count[n] + in_count[n] + 1 > index.max_pods[n]:
+                continue
+            if s.src is not None:
+                if any(budget[i] <= 0 for i in pdbs_of[s.pod]):
+                    continue
+                o = owners[s.pod]
+                if o is not None and per_owner[o] >= policy.owner_cap(replicas[o]):
+                    continue
+                for i in pdbs_of[s.pod]:
+                    budget[i] -= 1
+                if o is not None:
+                    per_owner[o] += 1
+            inflow[n] += req
+            in_count[n] += 1
+            chosen.append(s)
+        chosen = _safe_subset(checker, assign, chosen, tolerated)
+        if not chosen:
+            for s in remaining:
+                out.dropped.append((s, "no wave can take it safely (capacity with both copies counted, a "
+                                       "PodDisruptionBudget, the owner's cap or a hard rule)"))
+            break
+        for s in chosen:
+            s.wave = wave
+            pi = index.pod_by_key[s.pod]
+            if s.src is not None:
+                used[s.src] -= index.pod_req[pi.idx]
+                count[s.src] -= 1
+            used[s.dst] += index.pod_req[pi.idx]
+            count[s.dst] += 1
+            assign[s.pod] = s.dst
+            out.steps.append(s)
+        ids = {id(s) for s in chosen}
+        remaining = [s for s in remaining if id(s) not in ids]
+    out.final = assign
+    out.count = wave if out.steps else 0
+    return out
+
+
+def _new_violations(checker: StateChecker, assign: dict[str, int], tolerated: set[str]) -> bool:
+    return any(v.pod not in tolerated for v in checker.violations(assign))
+
+
+def _safe_subset(checker: StateChecker, assign: dict[str, int], chosen: list, tolerated: set[str]) -> list:
+    """`chosen` if the state after it has no new violation; else the moves kept one by one while it has none."""
+    if not chosen:
+        return chosen
+    trial = dict(assign)
+    trial.update({s.pod: s.dst for s in chosen})
+    if not _new_violations(checker, trial, tolerated):
+        return chosen
+    kept: list = []
+    trial = dict(assign)
+    for s in chosen:
+        trial[s.pod] = s.dst
+        if _new_violations(checker, trial, tolerated):
+            if s.src is None:
+                del trial[s.pod]
+            else:
+                trial[s.pod] = s.src
+            continue
+        kept.append(s)
+    return kept
