@@ -1,0 +1,350 @@
+"""Committing a verified plan the way kube-scheduler does: a Binding manifest, or the Kubernetes API.
+
+- `manifest`: v1 `Binding` objects in queue (plan) order, YAML (multi-document) or JSON (a v1 List), written
+  atomically. Evictions the plan needs come as `policy/v1` `Eviction` objects just before the Binding of the
+  pod that needs them (the preemptor).
+- `api`: each Eviction through the pods/eviction subresource first, then each Binding POSTed to
+  `/api/v1/namespaces/{ns}/pods/{name}/binding` exactly as kube-scheduler's DefaultBinder does, in queue
+  order with bounded concurrency (`commit_api`).
+
+Only placements with a node are committed; `solver.schedule.decide` has already verified the plan.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kplace.models.errors import KplaceError
+from kplace.models.index import ClusterIndex
+from kplace.models.plan import Eviction, Plan
+
+log = logging.getLogger("kplace.binder")
+
+# Outcomes of one API call, as reported in the summary.
+BOUND, EVICTED, GONE = "bound", "evicted", "gone"
+CONFLICT, NOT_FOUND, REJECTED, REFUSED, FAILED, SKIPPED = (
+    "conflict", "not-found", "rejected", "refused", "failed", "skipped")
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return (ns, name) if name else ("default", ns)
+
+
+def binding_object(namespace: str, name: str, uid: str | None, node: str) -> dict[str, Any]:
+    """DefaultBinder's v1.Binding (uid only when known: the API server then checks it as a precondition)."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid:
+        meta["uid"] = uid
+    return {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+
+
+def eviction_object(namespace: str, name: str, uid: str | None = None, *, dry_run: bool = False) -> dict[str, Any]:
+    """A policy/v1 Eviction of one pod (with a uid precondition when the uid is known)."""
+    body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
+                            "metadata": {"name": name, "namespace": namespace}}
+    opts: dict[str, Any] = {}
+    if uid:
+        opts["preconditions"] = {"uid": uid}
+    if dry_run:
+        opts["dryRun"] = ["All"]
+    if opts:
+        body["deleteOptions"] = {"apiVersion": "v1", "kind": "DeleteOptions", **opts}
+    return body
+
+
+def _uid(index: ClusterIndex, key: str) -> str | None:
+    pi = index.pod_by_key.get(key)
+    return pi.pod.metadata.uid if pi is not None else None
+
+
+def commit_order(plan: Plan) -> list[tuple[str, Any]]:
+    """("evict", Eviction) and ("bind", Placement) steps: each pod's evictions just before its Binding.
+
+    Evictions whose preemptor the plan does not place (none in a verified plan) come first.
+    """
+    by_preemptor: dict[str, list[Eviction]] = {}
+    for e in plan.evictions:
+        by_preemptor.setdefault(e.preemptor, []).append(e)
+    placed = {p.pod for p in plan.placements if p.node is not None}
+    steps: list[tuple[str, Any]] = [("evict", e) for e in plan.evictions if e.preemptor not in placed]
+    for p in plan.placements:
+        if p.node is None:
+            continue
+        steps.extend(("evict", e) for e in by_preemptor.get(p.pod, []))
+        steps.append(("bind", p))
+    return steps
+
+
+def manifest_objects(plan: Plan, index: ClusterIndex) -> list[dict[str, Any]]:
+    """The plan as Kubernetes objects, in commit order."""
+    out = []
+    for step, item in commit_order(plan):
+        ns, name = _split(item.pod)
+        if step == "evict":
+            out.append(eviction_object(ns, name, _uid(index, item.pod)))
+        else:
+            out.append(binding_object(ns, name, _uid(index, item.pod), item.node))
+    return out
+
+
+def render_manifest(objects: list[dict[str, Any]], fmt: str) -> str:
+    if fmt == "json":
+        from kplace.solver.output import dumps
+
+        return dumps({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": objects})
+    if fmt != "yaml":
+        raise ValueError(f"unknown manifest format {fmt!r}")
+    import yaml
+
+    if not objects:
+        return "# kplace: the plan binds no pod\n"
+    return yaml.safe_dump_all(objects, sort_keys=False, explicit_start=True)
+
+
+def commit(plan: Plan, index: ClusterIndex, mode: str, *, out_file: str | None = None, fmt: str = "yaml",
+           kubeconfig: str | None = None, context: str | None = None, dry_run: bool = False,
+           **api_options: Any) -> dict[str, Any]:
+    """Commit `plan` (`mode`: "manifest" or "api") and return a JSON-able summary of the outcomes."""
+    if mode == "manifest":
+        if not out_file:
+            raise KplaceError("--bind manifest needs an output file")
+        objects = manifest_objects(plan, index)
+        text = render_manifest(objects, fmt)
+        if out_file == "-":
+            import sys
+
+            sys.stdout.write(text)
+        else:
+            from kplace.solver.output import write_atomic
+
+            write_atomic(out_file, text)
+        bindings = sum(1 for o in objects if o["kind"] == "Binding")
+        return {"mode": "manifest", "file": out_file, "format": fmt, "bindings": bindings,
+                "evictions": len(objects) - bindings}
+    if mode == "api":
+        if not kubeconfig:
+            raise KplaceError("--bind api needs --kubeconfig")
+        from .kube import new_client
+
+        client = new_client(kubeconfig, context, pool=api_options.get("concurrency", 8))
+        try:
+            return commit_api(plan, index, client, dry_run=dry_run, **api_options)
+        finally:
+            client.close()
+    raise ValueError(f"unknown bind mode {mode!r}")
+
+
+# --- the API ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RetryPolicy:
+    """429, 5xx and timeouts are retried up to `attempts` calls in all, waiting base·2^k (capped, or the
+    server's Retry-After when it is shorter than the cap) between them."""
+
+    attempts: int = 5
+    base: float = 0.25
+    cap: float = 4.0
+    timeout: float = 10.0  # seconds per call (connect and read)
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        d = min(self.base * 2 ** (attempt - 1), self.cap)
+        if retry_after is not None:
+            d = min(max(retry_after, 0.0), self.cap)
+        return d
+
+
+@dataclass
+class Outcome:
+    step: str  # "evict" or "bind"
+    pod: str
+    node: str
+    result: str
+    code: int = 0
+    message: str = ""
+    attempts: int = 0
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"step": self.step, "pod": self.pod, "node": self.node, "result": self.result, "code": self.code,
+               "attempts": self.attempts}
+        if self.message:
+            out["message"] = self.message
+        out.update(self.extra)
+        return out
+
+
+def _call_with_retries(call: Callable[[], Any], retry: RetryPolicy, sleep: Callable[[float], None],
+                       *, pdb_refusal: bool = False):
+    """(code, failure or None, attempts): runs `call` until it succeeds, fails for good, or runs out of tries."""
+    from .kube import failure, transport_errors
+
+    errors = transport_errors()
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            resp = call()
+            try:
+                code = resp.status
+                resp.read()  # drain the body: a connection given back with bytes unread corrupts the next call
+            finally:
+                resp.release_conn()
+            return code, None, attempt
+        except errors as exc:
+            f = failure(exc)
+            if pdb_refusal and f.code == 429 and _is_pdb_refusal(f):
+                return f.code, f, attempt
+            if not f.transient or attempt >= retry.attempts:
+                return f.code, f, attempt
+            d = retry.delay(attempt, f.retry_after)
+            log.info("retrying after HTTP %s %s (attempt %d, waiting %.2fs)", f.code, f.reason, attempt, d)
+            sleep(d)
+
+
+def _is_pdb_refusal(f) -> bool:
+    causes = f.causes or []
+    return any(c.get("reason") == "DisruptionBudget" for c in causes if isinstance(c, dict)) or \
+        "disruption budget" in f.message.lower()
+
+
+def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False, concurrency: int = 8,
+               retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
+               should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Evictions, then Bindings, through the API; one pod's failure never stops the others.
+
+    A Binding answered 201 is `bound`. 409 (already bound, uid mismatch) is `conflict` and 404 (pod gone)
+    `not-found`: reported, not counted as placed, and the capacity the plan held for the pod is listed as
+    released. 429, 5xx and timeouts are retried (`RetryPolicy`) and then reported as `failed`. An eviction
+    refused by a PodDisruptionBudget (429 with a DisruptionBudget cause) is `refused`; the Binding of the
+    pod that needed it is then `skipped`. `should_stop` is consulted only between the eviction phase and the
+    binding phase: once a window's bindings start they all finish, so nothing is left half-committed.
+    """
+    from .kube import api
+
+    retry = retry or RetryPolicy()
+    core = api(client, "CoreV1Api")
+    dry = "All" if dry_run else None
+    started = time.perf_counter()
+    steps = commit_order(plan)
+    evictions = [e for s, e in steps if s == "evict"]
+    bindings = [p for s, p in steps if s == "bind"]
+
+    def evict(e: Eviction) -> Outcome:
+        ns, name = _split(e.pod)
+        body = eviction_object(ns, name, _uid(index, e.pod), dry_run=dry_run)
+        t0 = time.perf_counter()
+        code, f, n = _call_with_retries(
+            lambda: core.create_namespaced_pod_eviction(name, ns, body, dry_run=dry, _preload_content=False,
+                                                        _request_timeout=retry.timeout),
+            retry, sleep, pdb_refusal=True)
+        if f is None:
+            result, msg = EVICTED, ""
+        elif f.code == 404:
+            result, msg = GONE, f.message
+        elif f.code == 429 and _is_pdb_refusal(f):
+            result, msg = REFUSED, f.message
+        else:
+            result, msg = (FAILED if f.transient else REJECTED), f.message
+        return Outcome("evict", e.pod, e.node, result, code, msg, n, time.perf_counter() - t0,
+                       {"preemptor": e.preemptor})
+
+    def bind(p) -> Outcome:
+        ns, name = _split(p.pod)
+        body = binding_object(ns, name, _uid(index, p.pod), p.node)
+        t0 = time.perf_counter()
+        code, f, n = _call_with_retries(
+            lambda: core.create_namespaced_pod_binding(name, ns, body, dry_run=dry, _preload_content=False,
+                                                       _request_timeout=retry.timeout),
+            retry, sleep)
+        if f is None:
+            result, msg = BOUND, ""
+        elif f.code == 409 and n > 1 and f'already assigned to node "{p.node}"' in f.message:
+            result, msg = BOUND, "bound by an earlier attempt whose answer was lost"
+        elif f.code == 409:
+            result, msg = CONFLICT, f.message
+        elif f.code == 404:
+            result, msg = NOT_FOUND, f.message
+        else:
+            result, msg = (FAILED if f.transient else REJECTED), f.message
+        return Outcome("bind", p.pod, p.node, result, code, msg, n, time.perf_counter() - t0)
+
+    workers = max(1, concurrency)
+    outcomes: list[Outcome] = []
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kplace-bind") as pool:
+        evicted = list(pool.map(evict, evictions))
+        outcomes.extend(evicted)
+        blocked: dict[str, str] = {}
+        for o in evicted:
+            if o.result not in (EVICTED, GONE):
+                blocked.setdefault(o.extra["preemptor"], f"eviction of {o.pod} {o.result}: {o.message}".strip())
+        if should_stop is not None and should_stop():
+            skipped = [Outcome("bind", p.pod, p.node, SKIPPED, 0, "stopping before the bindings started")
+                       for p in bindings]
+            outcomes.extend(skipped)
+        else:
+            futures = []
+            for p in bindings:
+                if p.pod in blocked:
+                    futures.append(Outcome("bind", p.pod, p.node, SKIPPED, 0, blocked[p.pod]))
+                else:
+                    futures.append(pool.submit(bind, p))
+            outcomes.extend(f if isinstance(f, Outcome) else f.result() for f in futures)
+    return summarize(outcomes, index, dry_run=dry_run, seconds=time.perf_counter() - started)
+
+
+def summarize(outcomes: list[Outcome], index: ClusterIndex | None, *, dry_run: bool, seconds: float
+              ) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        key = f"{o.step}:{o.result}"
+        counts[key] = counts.get(key, 0) + 1
+    released = []
+    for o in outcomes:
+        if o.step == "bind" and o.result != BOUND:
+            pi = index.pod_by_key.get(o.pod) if index is not None else None
+            released.append({"pod": o.pod, "node": o.node, "requests": dict(pi.requests) if pi else {}})
+    return {
+        "mode": "api",
+        "dry_run": dry_run,
+        "placed": sum(1 for o in outcomes if o.step == "bind" and o.result == BOUND),
+        "counts": counts,
+        "outcomes": [o.to_dict() for o in outcomes],
+        "released": released,
+        "seconds": round(seconds, 4),
+    }
+
+
+def render_commit(summary: dict[str, Any], limit: int = 50) -> None:
+    """The commit's outcomes as a table (rich)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if summary.get("mode") == "manifest":
+        console.print(f"[bold]manifest[/]: {summary['bindings']} Binding(s) and {summary['evictions']} "
+                      f"Eviction(s) written to {summary['file']} ({summary['format']})", highlight=False)
+        return
+    dry = " (server-side dry run)" if summary.get("dry_run") else ""
+    counts = ", ".join(f"{v} {k}" for k, v in sorted(summary["counts"].items())) or "nothing to commit"
+    console.print(f"[bold]api{dry}[/]: {summary['placed']} pod(s) bound; {counts}; {summary['seconds']:.2f}s",
+                  highlight=False)
+    problems = [o for o in summary["outcomes"] if o["result"] not in (BOUND, EVICTED)]
+    if problems:
+        t = Table(title="Calls that did not succeed", title_justify="left")
+        for c in ("step", "pod", "node", "result", "code", "tries", "message"):
+            t.add_column(c, overflow="fold" if c == "message" else "ellipsis")
+        for o in problems[:limit]:
+            t.add_row(o["step"], o["pod"], o["node"], o["result"], str(o["code"] or "-"), str(o["attempts"]),
+                      o.get("message", ""))
+        console.print(t)
+        if len(problems) > limit:
+            console.print(f"... {len(problems) - limit} more (use --output json for all)")

@@ -1,0 +1,181 @@
+"""The Kubernetes API through the official `kubernetes` client: kubeconfig, paginated raw lists, Status errors.
+
+Responses are read raw (`_preload_content=False`) and parsed as JSON, so objects stay in wire format
+(camelCase dicts): exactly what `models.io` reads and what `kubectl get -o json` writes, without the
+client's slow conversion into its own model classes and back. The client is imported lazily.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kplace.models.errors import KplaceError
+
+PAGE_SIZE = 500  # kubectl's default chunk size
+
+# kind → (API class, list method for all namespaces, apiVersion of the items)
+LIST_KINDS: dict[str, tuple[str, str, str]] = {
+    "Node": ("CoreV1Api", "list_node", "v1"),
+    "Pod": ("CoreV1Api", "list_pod_for_all_namespaces", "v1"),
+    "PodDisruptionBudget": ("PolicyV1Api", "list_pod_disruption_budget_for_all_namespaces", "policy/v1"),
+    "PriorityClass": ("SchedulingV1Api", "list_priority_class", "scheduling.k8s.io/v1"),
+    "Namespace": ("CoreV1Api", "list_namespace", "v1"),
+    "PersistentVolume": ("CoreV1Api", "list_persistent_volume", "v1"),
+    "PersistentVolumeClaim": ("CoreV1Api", "list_persistent_volume_claim_for_all_namespaces", "v1"),
+    "StorageClass": ("StorageV1Api", "list_storage_class", "storage.k8s.io/v1"),
+    "CSINode": ("StorageV1Api", "list_csi_node", "storage.k8s.io/v1"),
+    "Service": ("CoreV1Api", "list_service_for_all_namespaces", "v1"),
+    "ReplicaSet": ("AppsV1Api", "list_replica_set_for_all_namespaces", "apps/v1"),
+    "StatefulSet": ("AppsV1Api", "list_stateful_set_for_all_namespaces", "apps/v1"),
+}
+
+
+class KubeError(KplaceError):
+    """The API could not be reached or refused a read kplace needs."""
+
+
+@dataclass
+class ApiFailure:
+    """One failed API call, classified: `code` is the HTTP status (0 for a timeout or a broken connection)."""
+
+    code: int
+    reason: str
+    message: str
+    retry_after: float | None = None
+    causes: list[dict[str, Any]] | None = None
+
+    @property
+    def transient(self) -> bool:
+        """429, 5xx and timeouts are worth retrying; everything else is the answer."""
+        return self.code == 0 or self.code == 429 or self.code >= 500
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "reason": self.reason, "message": self.message}
+
+
+def new_client(kubeconfig: str | None, context: str | None = None, *, pool: int = 16):
+    """An ApiClient for the kubeconfig (and context), or the pod's service account when `kubeconfig` is None
+    (in-cluster). urllib3's own retries are off: kplace retries itself."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    cfg = client.Configuration()
+    try:
+        if kubeconfig is None:
+            config.load_incluster_config(client_configuration=cfg)
+        else:
+            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg,
+                                    persist_config=False)
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
+        where = kubeconfig or "in-cluster service account"
+        raise KubeError(f"{where}: cannot load the Kubernetes client configuration: {exc}") from None
+    cfg.retries = False
+    cfg.connection_pool_maxsize = max(pool, 4)
+    return client.ApiClient(configuration=cfg)
+
+
+def api(client, name: str):
+    """The typed API group object (`CoreV1Api`, `PolicyV1Api`, ...) over `client`."""
+    from kubernetes import client as k
+
+    return getattr(k, name)(client)
+
+
+def failure(exc: BaseException) -> ApiFailure:
+    """Classify an exception from the client: an HTTP error with its Status body, or a transport failure."""
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(exc, ApiException):
+        status: dict[str, Any] = {}
+        try:
+            status = json.loads(exc.body) if exc.body else {}
+        except (ValueError, TypeError):
+            status = {}
+        if not isinstance(status, dict):
+            status = {}
+        retry = None
+        headers = exc.headers or {}
+        raw = headers.get("Retry-After") if hasattr(headers, "get") else None
+        if raw:
+            try:
+                retry = float(raw)
+            except ValueError:
+                retry = None
+        details = status.get("details") if isinstance(status.get("details"), dict) else {}
+        return ApiFailure(
+            code=int(exc.status or 0),
+            reason=str(status.get("reason") or exc.reason or ""),
+            message=str(status.get("message") or exc.reason or f"HTTP {exc.status}"),
+            retry_after=retry,
+            causes=details.get("causes") or None,
+        )
+    return ApiFailure(code=0, reason="Timeout" if "timeout" in type(exc).__name__.lower() or
+                      "timed out" in str(exc).lower() else "ConnectionError", message=str(exc) or type(exc).__name__)
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean the call failed (HTTP status, timeout, broken connection)."""
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+
+    return (ApiException, urllib3.exceptions.HTTPError, OSError)
+
+
+def raw_json(resp) -> Any:
+    """Read and parse a `_preload_content=False` response, then give its connection back to the pool."""
+    try:
+        return json.loads(resp.data)
+    finally:
+        resp.release_conn()
+
+
+def list_pages(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float = 60.0
+               ) -> Iterator[tuple[list[dict[str, Any]], str]]:
+    """Pages of (items, resourceVersion) of one kind over all namespaces, with `limit` and `continue`.
+
+    Items come as the API sends them (without `kind`/`apiVersion`); `kind` is set on each, as kubectl does.
+    A continue token that expired (410) restarts the list from the beginning, as client-go's pager does.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    cls, method, api_version = LIST_KINDS[kind]
+    fn = getattr(api(client, cls), method)
+    token: str | None = None
+    restarts = 0
+    while True:
+        kwargs: dict[str, Any] = {"limit": page_size, "_preload_content": False, "_request_timeout": timeout}
+        if token:
+            kwargs["_continue"] = token
+        try:
+            body = raw_json(fn(**kwargs))
+        except ApiException as exc:
+            if exc.status == 410 and token and restarts < 3:
+                restarts, token = restarts + 1, None
+                continue
+            f = failure(exc)
+            raise KubeError(f"listing {kind}s: HTTP {f.code} {f.reason}: {f.message}") from None
+        except transport_errors() as exc:
+            raise KubeError(f"listing {kind}s: {failure(exc).message}") from None
+        items = body.get("items") or []
+        for item in items:
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", api_version)
+        meta = body.get("metadata") or {}
+        yield items, str(meta.get("resourceVersion") or "")
+        token = meta.get("continue") or None
+        if not token:
+            return
+
+
+def list_all(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float = 60.0
+             ) -> tuple[list[dict[str, Any]], str]:
+    """Every object of one kind (all pages) and the resourceVersion of the list."""
+    out: list[dict[str, Any]] = []
+    rv = ""
+    for items, page_rv in list_pages(client, kind, page_size=page_size, timeout=timeout):
+        out.extend(items)
+        rv = rv or page_rv  # every page of a list is read at the first page's resourceVersion
+    return out, rv
