@@ -8,8 +8,8 @@ pods are bound the same way. The next wave starts only when every replacement is
 It stops, and reports what was done, at the first surprise: a PodDisruptionBudget refusal (429), any other API
 error, a pod already gone, a replacement that landed elsewhere than planned, or the timeout.
 
-The binder (`solver/binder/`) had no eviction or binding helper when this was written, so the calls are made
-here with the official `kubernetes` client directly.
+The request bodies are the binder's (`binder.eviction_object` with a uid precondition, `binder.binding_object`);
+the calls go through the official `kubernetes` client.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import Any
 
 from kplace.models.errors import KplaceError
 from kplace.models.index import ClusterIndex
+
+from ..binder import binding_object, eviction_object
 
 
 def _api(kubeconfig: str, context: str | None):
@@ -57,7 +59,7 @@ def _pod_owner(p) -> str | None:
 def apply_plan(plan: dict[str, Any], index: ClusterIndex, kubeconfig: str, context: str | None = None, *,
                timeout: float = 300.0, scheduler_name: str = "kplace", poll: float = 0.5) -> dict[str, Any]:
     """Execute `plan` (from `plan_rebalance`); returns a report {completed, waves_done, stopped, events}."""
-    client, api = _api(kubeconfig, context)
+    _, api = _api(kubeconfig, context)
     from kubernetes.client.rest import ApiException
 
     events: list[dict[str, Any]] = []
@@ -79,7 +81,8 @@ def apply_plan(plan: dict[str, Any], index: ClusterIndex, kubeconfig: str, conte
         want: dict[str, list[str]] = defaultdict(list)  # owner → planned nodes of its replacements
         for m in moves:
             ns, name = _split(m["pod"])
-            body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
+            pi = index.pod_by_key.get(m["pod"])
+            body = eviction_object(ns, name, pi.pod.metadata.uid if pi is not None else None)
             try:
                 api.create_namespaced_pod_eviction(name, ns, body)
             except ApiException as exc:
@@ -99,7 +102,7 @@ def apply_plan(plan: dict[str, Any], index: ClusterIndex, kubeconfig: str, conte
                 events.append({"wave": w, "action": "left to its scheduler", "pod": p["pod"], "node": p["node"]})
                 places.remove(p)
                 continue
-            err = _bind(client, api, ApiException, ns, name, p["node"], scheduler_name)
+            err = _bind(api, ApiException, ns, name, pi.pod.metadata.uid, p["node"])
             if err:
                 return stop(f"wave {w}: {err}")
             events.append({"wave": w, "action": "bound", "pod": p["pod"], "node": p["node"]})
@@ -130,7 +133,7 @@ def apply_plan(plan: dict[str, Any], index: ClusterIndex, kubeconfig: str, conte
                         if full in handled or (p.spec.scheduler_name or "default-scheduler") != scheduler_name:
                             continue
                         dst = free.pop(0)
-                        err = _bind(client, api, ApiException, ns, p.metadata.name, dst, scheduler_name)
+                        err = _bind(api, ApiException, ns, p.metadata.name, p.metadata.uid, dst)
                         if err:
                             return stop(f"wave {w}: {err}")
                         handled.add(full)
@@ -156,9 +159,8 @@ def apply_plan(plan: dict[str, Any], index: ClusterIndex, kubeconfig: str, conte
     return report
 
 
-def _bind(client, api, api_exception, ns: str, name: str, node: str, scheduler_name: str) -> str | None:
-    body = client.V1Binding(metadata=client.V1ObjectMeta(name=name, namespace=ns),
-                            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node))
+def _bind(api, api_exception, ns: str, name: str, uid: str | None, node: str) -> str | None:
+    body = binding_object(ns, name, uid, node)
     try:
         api.create_namespaced_pod_binding(name, ns, body, _preload_content=False)
     except api_exception as exc:
