@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,18 @@ class CpsatOptions:
     scope: int = 64  # nodes per group kept in the model, at least (plus 4 per pod and greedy's nodes)
     deterministic: bool = True
     tie_break: str = "order"
+    # Optional progress hook: called as on_progress(seconds, objective, bound, stage) at every solution CP-SAT
+    # finds and once at the end of each solve (seconds: that solve's wall time). Observes only; None: no hook.
+    on_progress: Callable[[float, float, float, str], None] | None = None
+
+
+class _Progress(cp_model.CpSolverSolutionCallback):
+    def __init__(self, hook: Callable[[float, float, float, str], None], stage: str) -> None:
+        super().__init__()
+        self.hook, self.stage = hook, stage
+
+    def on_solution_callback(self) -> None:
+        self.hook(self.wall_time, self.objective_value, self.best_objective_bound, self.stage)
 
 
 @dataclass
@@ -168,7 +181,10 @@ class CpsatScheduler:
             share = remaining * (0.6 if k == 0 and len(stages) > 1 else 1.0 / (len(stages) - k))
             (model.maximize if stage.maximize else model.minimize)(stage.expr)
             solver = self._solver(max(0.05, share))
-            status = solver.solve(model)
+            hook = self.opts.on_progress
+            status = solver.solve(model, _Progress(hook, stage.name) if hook else None)
+            if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage.name)
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 info.append({"stage": stage.name, "status": solver.status_name(status),
                              "seconds": round(solver.wall_time, 4)})

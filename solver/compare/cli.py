@@ -1,0 +1,104 @@
+"""`kplace compare`: registered lazily by `solver/cli.py` (LAZY_COMMANDS)."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import click
+
+from ..cli import CONFIG_OPT, CONTEXT_OPT, KUBECONFIG_OPT, OUTPUT_OPT, STATE_ARG, load_index
+
+
+@contextmanager
+def _progress_display(time_limit: float, enabled: bool):
+    """A rich progress display on stderr: one line per engine, CP-SAT's best objective and bound as they come."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                        console=console, transient=True)
+    tasks: dict[str, int] = {}
+    label = {"greedy": "greedy (kube-scheduler)", "cpsat": "CP-SAT", "metrics": "metrics and diff"}
+
+    def update(engine: str, ev: dict) -> None:
+        kind = ev["type"]
+        if kind == "start":
+            total = time_limit if engine == "cpsat" else None
+            tasks[engine] = progress.add_task(label[engine], total=total)
+        elif kind == "end":
+            task = progress.tasks[tasks[engine]]
+            done = f": done in {ev['elapsed']:.2f} s" if engine != "metrics" else ": done"
+            progress.update(tasks[engine], completed=task.total or 0, description=label[engine] + done)
+            progress.stop_task(tasks[engine])
+        elif kind == "solution":
+            _t, obj, bound, stage = ev["event"]
+            progress.update(tasks[engine], completed=min(time_limit, ev["elapsed"]),
+                            description=f"{label[engine]}: {stage}: objective {obj:,.0f}, bound {bound:,.0f}")
+        elif kind == "tick" and engine == "cpsat":
+            progress.update(tasks[engine], completed=min(time_limit, ev["elapsed"]))
+
+    with progress:
+        yield update
+
+
+@click.command()
+@STATE_ARG
+@click.option("--time-limit", type=click.FloatRange(min=0.05), default=10.0, show_default=True,
+              help="Seconds for the whole CP-SAT run (split over windows).")
+@click.option("--window", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Pods per CP-SAT window, in queue order.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
+@click.option("--objective", type=click.Choice(["default", "pack", "balance"]), default="default",
+              show_default=True, help="CP-SAT goal after pods placed: profile scores, fewest nodes, lowest peak.")
+@click.option("--deterministic/--wall-clock", default=True, show_default=True,
+              help="CP-SAT's deterministic search (same seed, same plan) or wall-clock limits.")
+@CONFIG_OPT
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice.")
+@OUTPUT_OPT
+@click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
+              help="Write a self-contained HTML report (index.html, plots inline) and compare.json into this folder.")
+@KUBECONFIG_OPT
+@CONTEXT_OPT
+def compare(state, time_limit, window, workers, objective, deterministic, config_path, seed, output, report_dir,
+            kubeconfig, context):
+    """Run kube-scheduler's greedy loop and the CP-SAT engine on the same state and compare them side by side.
+
+    Both plans are verified; every figure (pods placed per priority, pending reasons, nodes used, allocation,
+    fragmentation, soft constraints, score, wall time and peak memory) is computed from the two plans by the
+    same code. Each engine runs in its own forked process: its peak memory is that process's peak RSS.
+
+    \b
+    Examples:
+      kplace compare state.json
+      kplace compare state.json --time-limit 30 --report report/   # then open report/index.html
+      kplace compare state.json --objective pack --output json > compare.json
+      kplace compare --kubeconfig ~/.kube/config --context prod --report report/
+    """
+    from ..output import write_json
+    from . import CompareOptions, run_compare
+    from .render import render_comparison
+
+    index, config = load_index(state, config_path, kubeconfig, context)
+    opts = CompareOptions(time_limit=time_limit, window=window, workers=workers, seed=seed, objective=objective,
+                          deterministic=deterministic)
+    started = time.perf_counter()
+    with _progress_display(time_limit, enabled=True) as progress:
+        cmp = run_compare(index, config, opts, progress)
+    cmp.data["seconds"] = round(time.perf_counter() - started, 3)
+    if report_dir:
+        from .report import write_report
+
+        paths = write_report(cmp, report_dir)
+        click.echo(f"report: {paths['html']} (and {paths['json'].name})", err=True)
+    if output == "json":
+        write_json(cmp.data)
+    else:
+        render_comparison(cmp.data)

@@ -1,0 +1,420 @@
+"""Every figure `kplace compare` shows, computed from a verified plan and the state — never from an engine's
+own bookkeeping — so that both engines are measured by the same code.
+
+The final state of a plan is the input state, minus the pods the plan evicts, plus every placement
+(`final_state`). From it:
+
+- **placed**: pods placed, in total and per priority; pods left pending grouped by reason (kube's FitError text
+  with the node counts taken out, so "3 Insufficient cpu" and "5 Insufficient cpu" are one reason).
+- **nodes**: nodes with at least one pod; nodes that were empty and now hold a pod (`pack` minimises those).
+- **allocation**: per resource (cpu, memory, every extended resource, and the pod count), over the nodes that
+  have some of it allocatable, the mean, standard deviation and maximum of requested / allocatable (numpy).
+- **fragmentation**: for each of the most common pending pod shapes (request vectors), how many more such
+  pods would still fit by resources and pod slots alone, summed over schedulable nodes (Σ_n min_r ⌊free/req⌋).
+- **soft constraints**, over the pods the plan places:
+  - preferred node affinity: Σ weight of preferred terms the pod's node matches, out of Σ weight of all terms;
+  - preferred pod affinity (anti-affinity): Σ weight of terms for which some other pod (no pod) matching the
+    term is in the pod's topology domain in the final state, out of Σ weight;
+  - ScheduleAnyway spread: per distinct constraint (selector, namespace, topology key) of placed pods, the skew
+    max − min of matching pods over the domains of the nodes that carry the key (and match the pod's node
+    selector / required node affinity, nodeAffinityPolicy Honor, kube's default); reported as the sum over
+    constraints of the excess over maxSkew, and the largest skew;
+  - PreferNoSchedule: taints on a placed pod's node that the pod does not tolerate (and how many pods).
+- **score**: the profile's weighted score total of each placed pod on its node, evaluated as kube would if that
+  pod were scheduled last into the final placement: the pod is taken out, the profile's filters give its
+  feasible nodes (all of them, no sampling), the score plugins run and normalise over those, and the pod's own
+  node's total is taken. Summed over placed pods (and the mean per pod). Large plans score an evenly spaced
+  sample of `score_limit` placed pods; `pods_scored` says how many, and the total is then null.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from kplace.models.index import ClusterIndex, PodInfo
+from kplace.models.k8s import LabelSelector, LabelSelectorRequirement
+from kplace.models.plan import Plan
+from kplace.models.selectors import Selector, node_term_matches
+from kplace.models.tolerations import tolerated_by_any
+
+from ..framework.config import SchedulerConfig
+from ..framework.plugin import CycleState
+from ..framework.runtime import run_filters, run_pre_filter, run_scores
+from ..framework.state import ClusterState
+
+SCORE_LIMIT = 3000  # placed pods scored per plan; beyond that an evenly spaced sample
+SHAPES = 3  # most common pending pod shapes for fragmentation
+
+
+# --- the final state ------------------------------------------------------------------------------------------
+
+
+def final_state(index: ClusterIndex, plan: Plan) -> ClusterState:
+    """The state after the plan: evictions removed, placements added."""
+    state = ClusterState(index)
+    for e in plan.evictions:
+        state.forget(index.pod_by_key[e.pod])
+    for p in plan.placements:
+        if p.node is not None:
+            state.assume(index.pod_by_key[p.pod], index.node_id[p.node])
+    return state
+
+
+def placed_pods(index: ClusterIndex, plan: Plan) -> list[tuple[PodInfo, int]]:
+    return [(index.pod_by_key[p.pod], index.node_id[p.node]) for p in plan.placements if p.node is not None]
+
+
+# --- placed and pending ---------------------------------------------------------------------------------------
+
+_COUNT = re.compile(r"^\d+ ")
+_SEP = re.compile(r"[,;] ")
+
+
+def _strip_counts(text: str) -> str:
+    head, sep, rest = text.partition(" nodes are available: ")
+    if not sep or not head.startswith("0/"):
+        return text.strip()
+    parts = [_COUNT.sub("", part.strip()) for part in _SEP.split(rest.strip().rstrip("."))]
+    return "; ".join(sorted({p.rstrip(".") for p in parts if p}))
+
+
+def reason_group(reason: str | None) -> str:
+    """kube's FitError text without node counts: `0/5 nodes are available: 3 Insufficient cpu, 2 X.` → `Insufficient
+    cpu; X` (a `preemption: ...` clause likewise, after ` | `). Other texts are kept as they are."""
+    if not reason:
+        return "(no reason given)"
+    main, sep, pre = reason.partition(". preemption: ")
+    out = _strip_counts(main)
+    return f"{out} | preemption: {_strip_counts(pre)}" if sep else out
+
+
+def placement_metrics(plan: Plan) -> dict[str, Any]:
+    by_prio: dict[int, dict[str, int]] = {}
+    for p in plan.placements:
+        slot = by_prio.setdefault(p.priority, {"placed": 0, "pending": 0})
+        slot["placed" if p.node is not None else "pending"] += 1
+    pending = Counter(reason_group(p.reason) for p in plan.placements if p.node is None)
+    placed = sum(1 for p in plan.placements if p.node is not None)
+    return {
+        "pods": len(plan.placements),
+        "placed": placed,
+        "pending": len(plan.placements) - placed,
+        "evictions": len(plan.evictions),
+        "by_priority": {str(k): v for k, v in sorted(by_prio.items(), reverse=True)},
+        "pending_by_reason": dict(pending.most_common()),
+    }
+
+
+# --- nodes and allocation -------------------------------------------------------------------------------------
+
+
+def node_metrics(index: ClusterIndex, state: ClusterState) -> dict[str, Any]:
+    used = state.pod_count > 0
+    return {"total": len(index.nodes), "in_use": int(used.sum()),
+            "newly_used": int((used & (index.pod_count == 0)).sum())}
+
+
+def allocation_ratios(index: ClusterIndex, state: ClusterState) -> dict[str, np.ndarray]:
+    """Per resource, requested / allocatable over the nodes that have some of it allocatable (and `pods`)."""
+    out: dict[str, np.ndarray] = {}
+    for r, name in enumerate(index.resources):
+        alloc = index.alloc[:, r]
+        has = alloc > 0
+        if has.any():
+            out[name] = state.requested[has, r] / alloc[has]
+    has = index.max_pods > 0
+    if has.any():
+        out["pods"] = state.pod_count[has] / index.max_pods[has]
+    return out
+
+
+def allocation_metrics(index: ClusterIndex, state: ClusterState) -> dict[str, dict[str, float]]:
+    return {name: {"nodes": len(ratio), "mean": round(float(ratio.mean()), 4), "std": round(float(ratio.std()), 4),
+                   "max": round(float(ratio.max()), 4)}
+            for name, ratio in allocation_ratios(index, state).items()}
+
+
+# --- fragmentation --------------------------------------------------------------------------------------------
+
+
+def pending_shapes(index: ClusterIndex, k: int = SHAPES) -> list[tuple[tuple[int, ...], int]]:
+    """The k most common request vectors among the input's pending pods, with their counts."""
+    shapes = Counter(tuple(int(x) for x in index.pod_req[p.idx]) for p in index.pending)
+    return shapes.most_common(k)
+
+
+def shape_label(index: ClusterIndex, shape: tuple[int, ...]) -> str:
+    parts = []
+    for r, v in zip(index.resources, shape, strict=True):
+        if v:
+            if r == "cpu":
+                parts.append(f"cpu={v}m")
+            elif r in ("memory", "ephemeral-storage"):
+                parts.append(f"{r}={v / 2**20:g}Mi")
+            else:
+                parts.append(f"{r}={v}")
+    return ",".join(parts) or "best-effort"
+
+
+def fragmentation_metrics(index: ClusterIndex, state: ClusterState,
+                          shapes: list[tuple[tuple[int, ...], int]]) -> list[dict[str, Any]]:
+    free = state.free()
+    slots = np.maximum(index.max_pods - state.pod_count, 0)
+    schedulable = ~index.unschedulable
+    out = []
+    for shape, count in shapes:
+        req = np.array(shape, dtype=np.int64)
+        fit = slots.copy()
+        for r in np.flatnonzero(req > 0).tolist():
+            fit = np.minimum(fit, np.maximum(free[:, r], 0) // req[r])
+        fit = np.where(schedulable, fit, 0)
+        out.append({"shape": shape_label(index, shape), "pending_in_input": count, "would_fit": int(fit.sum()),
+                    "nodes_with_room": int((fit > 0).sum())})
+    return out
+
+
+# --- soft constraints -----------------------------------------------------------------------------------------
+
+
+def _term_namespaces(index: ClusterIndex, pod: PodInfo, term) -> frozenset[str] | None:
+    names = frozenset(term.namespaces or ([pod.namespace] if term.namespace_selector is None else []))
+    sel = term.namespace_selector
+    if sel is None:
+        return names
+    s = Selector(sel)
+    if s.empty:
+        return None
+    return names | {ns for ns, labels in index.namespace_labels.items() if s.matches(labels)}
+
+
+def _term_selector(pod: PodInfo, term) -> Selector:
+    """The term's label selector with matchLabelKeys (In) and mismatchLabelKeys (NotIn) merged in, as admission
+    does (only for keys the pod carries, only when labelSelector is set)."""
+    sel = term.label_selector
+    if sel is None or not (term.match_label_keys or term.mismatch_label_keys):
+        return Selector(sel)
+    exprs = list(sel.match_expressions)
+    for keys, op in ((term.match_label_keys, "In"), (term.mismatch_label_keys, "NotIn")):
+        exprs += [LabelSelectorRequirement(key=k, operator=op, values=[pod.labels[k]]) for k in keys if k in pod.labels]
+    return Selector(LabelSelector(match_labels=dict(sel.match_labels), match_expressions=exprs))
+
+
+def _domain_count(index: ClusterIndex, counts: np.ndarray, key: str, node: int) -> int:
+    """Pods counted in `counts` (per node) within `node`'s domain of topology `key`."""
+    ids, _ = index.label_column(key)
+    if ids[node] < 0:
+        return 0
+    return int(counts[ids == ids[node]].sum())
+
+
+def _node_affinity_ok(index: ClusterIndex, pod: PodInfo, n: int) -> bool:
+    """nodeSelector and required node affinity (for the spread's nodeAffinityPolicy Honor)."""
+    labels = index.node_labels[n]
+    if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
+        return False
+    aff = pod.spec.affinity
+    req = aff.node_affinity.required_during_scheduling_ignored_during_execution if aff and aff.node_affinity else None
+    if req is None:
+        return True
+    return any(node_term_matches(t, labels, index.node_names[n]) for t in req.node_selector_terms)
+
+
+def soft_metrics(index: ClusterIndex, state: ClusterState, placed: list[tuple[PodInfo, int]]) -> dict[str, Any]:
+    na = {"satisfied": 0, "total": 0, "pods": 0}
+    pa = {"satisfied": 0, "total": 0, "pods": 0}
+    anti = {"satisfied": 0, "total": 0, "pods": 0}
+    pns = {"taints": 0, "pods": 0}
+    spread: dict[tuple, dict[str, Any]] = {}
+    for pod, n in placed:
+        aff = pod.spec.affinity
+        if aff and aff.node_affinity and aff.node_affinity.preferred_during_scheduling_ignored_during_execution:
+            na["pods"] += 1
+            for t in aff.node_affinity.preferred_during_scheduling_ignored_during_execution:
+                na["total"] += t.weight
+                if node_term_matches(t.preference, index.node_labels[n], index.node_names[n]):
+                    na["satisfied"] += t.weight
+        for src, acc, want in ((aff.pod_affinity if aff else None, pa, True),
+                               (aff.pod_anti_affinity if aff else None, anti, False)):
+            terms = src.preferred_during_scheduling_ignored_during_execution if src else []
+            if not terms:
+                continue
+            acc["pods"] += 1
+            for w in terms:
+                t = w.pod_affinity_term
+                acc["total"] += w.weight
+                sel = _term_selector(pod, t)
+                names = _term_namespaces(index, pod, t)
+                others = _domain_count(index, state.matching_counts_view(names, sel), t.topology_key, n)
+                if sel.matches(pod.labels) and (names is None or pod.namespace in names):
+                    others -= 1  # the pod itself does not satisfy its own term
+                if (others > 0) == want:
+                    acc["satisfied"] += w.weight
+        taints = [t for t in index.node_taints[n] if t.effect == "PreferNoSchedule"
+                  and not tolerated_by_any(pod.tolerations, t)]
+        if taints:
+            pns["taints"] += len(taints)
+            pns["pods"] += 1
+        for c in pod.spread_constraints:
+            if c.when_unsatisfiable != "ScheduleAnyway":
+                continue
+            extra = {k: pod.labels[k] for k in c.match_label_keys if k in pod.labels}
+            sel = Selector(c.label_selector, extra) if c.label_selector is not None else Selector(None)
+            policy = c.node_affinity_policy or "Honor"
+            key = (pod.namespace, sel, c.topology_key, c.max_skew,
+                   _affinity_signature(pod) if policy == "Honor" else None)
+            if key not in spread:
+                spread[key] = {"pod": pod, "sel": sel, "c": c, "honor": policy == "Honor"}
+    skews = []
+    for (ns, sel, tkey, max_skew, _), info in spread.items():
+        ids, _vals = index.label_column(tkey)
+        eligible = ids >= 0
+        p = info["pod"]
+        aff = p.spec.affinity
+        if info["honor"] and (p.spec.node_selector or (aff and aff.node_affinity and
+                                                       aff.node_affinity.required_during_scheduling_ignored_during_execution)):
+            eligible &= np.array([_node_affinity_ok(index, p, n) for n in range(len(index.nodes))])
+        if not eligible.any():
+            continue
+        counts = state.matching_counts_view(frozenset([ns]), sel)
+        dom = ids[eligible]
+        per_domain = np.bincount(dom, weights=counts[eligible], minlength=int(dom.max()) + 1)[np.unique(dom)]
+        skew = int(per_domain.max() - per_domain.min())
+        skews.append((skew, max_skew))
+    spread_out = {"constraints": len(skews), "excess": sum(max(0, s - m) for s, m in skews),
+                  "violated": sum(1 for s, m in skews if s > m), "max_skew": max((s for s, _ in skews), default=0)}
+    return {"node_affinity": na, "pod_affinity": pa, "pod_anti_affinity": anti, "schedule_anyway_spread": spread_out,
+            "prefer_no_schedule": pns}
+
+
+def _affinity_signature(pod: PodInfo) -> str:
+    aff = pod.spec.affinity
+    na = aff.node_affinity.model_dump_json() if aff and aff.node_affinity else ""
+    return f"{sorted(pod.spec.node_selector.items())}|{na}"
+
+
+# --- score ----------------------------------------------------------------------------------------------------
+
+
+def score_metrics(index: ClusterIndex, config: SchedulerConfig, state: ClusterState,
+                  placed: list[tuple[PodInfo, int]], limit: int = SCORE_LIMIT) -> dict[str, Any]:
+    """Each placed pod's weighted score total on its node, as if it were scheduled last (see the module doc).
+
+    `state` is the final state; it is changed while scoring and restored before returning."""
+    sample = placed
+    if len(placed) > limit:
+        pick = np.linspace(0, len(placed) - 1, limit).round().astype(int)
+        sample = [placed[i] for i in sorted(set(pick.tolist()))]
+    total = 0
+    all_nodes = index.tree_order
+    for pod, n in sample:
+        profile = config.profile_for(pod.spec.scheduler_name)
+        if profile is None:
+            continue
+        state.forget(pod)
+        try:
+            cycle = CycleState()
+            pre = run_pre_filter(profile, state, pod, cycle)
+            nodes = all_nodes if pre.nodes is None else all_nodes[np.isin(all_nodes, pre.nodes)]
+            out = run_filters(profile, state, pod, cycle, nodes, pre.skipped)
+            feasible = nodes[out.code == 0]
+            if n not in set(feasible.tolist()):  # placed by a plan order other than "last" (affinity partners)
+                feasible = np.append(feasible, n)
+            _, totals = run_scores(profile, state, pod, cycle, feasible)
+            total += int(totals[np.flatnonzero(feasible == n)[0]])
+        finally:
+            state.assume(pod, n)
+    k = len(sample)
+    return {"total": total if k == len(placed) else None, "mean_per_pod": round(total / k, 3) if k else 0.0,
+            "pods_scored": k, "pods_placed": len(placed)}
+
+
+# --- CP-SAT's own figures -------------------------------------------------------------------------------------
+
+
+def solver_metrics(plan: Plan) -> dict[str, Any] | None:
+    """CP-SAT's objective, proven bound and gap (summed over windows, final stage: the score, or the goal with
+    the score), the placed stage's objective and bound (weighted by priority level as the model is; in pods
+    when every window pod has one priority), and the window statuses. None for a greedy plan."""
+    if not plan.windows:
+        return None
+    obj = sum(float(w.get("objective", 0)) for w in plan.windows)
+    bound = sum(float(w.get("bound", 0)) for w in plan.windows)
+    greedy = sum(float(w.get("greedy_objective", 0)) for w in plan.windows)
+    statuses = Counter(w.get("status", "?") for w in plan.windows)
+    placed_obj = placed_bound = 0.0
+    for w in plan.windows:
+        if w.get("status") == "FALLBACK":
+            continue
+        o, b = _placed_stage(w.get("stages", []))
+        placed_obj += o
+        placed_bound += b
+    return {
+        "objective": obj, "bound": bound, "greedy_objective": greedy,
+        "gap": round(abs(bound - obj) / max(1.0, abs(bound)), 6),
+        "placed_objective": placed_obj, "placed_bound": placed_bound,
+        "windows": len(plan.windows), "statuses": dict(sorted(statuses.items())),
+    }
+
+
+def _placed_stage(stages: list[dict[str, Any]]) -> tuple[float, float]:
+    """Σ over the window's components of the last solve of the placed stage(s) (objective, bound)."""
+    comps: list[list[dict[str, Any]]] = []
+    prev_placed = False
+    for s in stages:
+        is_placed = s["stage"].startswith("placed")
+        full = s["stage"].endswith("(full domains)")
+        if is_placed and not prev_placed and not full:
+            comps.append([])
+        if comps:
+            comps[-1].append(s)
+        prev_placed = is_placed
+    obj = bound = 0.0
+    for comp in comps:
+        use = [s for s in comp if s["stage"].startswith("placed") and "objective" in s]
+        full = [s for s in use if s["stage"].endswith("(full domains)")]
+        use = full or use
+        # a per-priority split has one stage per level; the weights are then 1 per level
+        obj += sum(float(s["objective"]) for s in use)
+        bound += sum(float(s["bound"]) for s in use)
+    return obj, bound
+
+
+# --- all of it ------------------------------------------------------------------------------------------------
+
+
+def plan_metrics(index: ClusterIndex, config: SchedulerConfig, plan: Plan,
+                 shapes: list[tuple[tuple[int, ...], int]] | None = None, score_limit: int = SCORE_LIMIT,
+                 state: ClusterState | None = None) -> dict[str, Any]:
+    """Every figure for one verified plan (see the module doc)."""
+    state = state or final_state(index, plan)
+    placed = placed_pods(index, plan)
+    shapes = pending_shapes(index) if shapes is None else shapes
+    return {
+        "placement": placement_metrics(plan),
+        "nodes": node_metrics(index, state),
+        "allocation": allocation_metrics(index, state),
+        "fragmentation": fragmentation_metrics(index, state, shapes),
+        "soft": soft_metrics(index, state, placed),
+        "score": score_metrics(index, config, state, placed, score_limit),
+        "solver": solver_metrics(plan),
+    }
+
+
+def plan_diff(greedy: Plan, cpsat: Plan) -> dict[str, Any]:
+    """Pods placed by one engine and not the other, and pods both placed on different nodes."""
+    g = {p.pod: p for p in greedy.placements}
+    c = {p.pod: p for p in cpsat.placements}
+    only_g = sorted(k for k, p in g.items() if p.node is not None and (k not in c or c[k].node is None))
+    only_c = sorted(k for k, p in c.items() if p.node is not None and (k not in g or g[k].node is None))
+    moved = sorted(({"pod": k, "greedy": p.node, "cpsat": c[k].node} for k, p in g.items()
+                    if p.node is not None and k in c and c[k].node is not None and c[k].node != p.node),
+                   key=lambda d: d["pod"])
+    same = sum(1 for k, p in g.items() if p.node is not None and k in c and c[k].node == p.node)
+    evicted_g = {e.pod for e in greedy.evictions}
+    evicted_c = {e.pod for e in cpsat.evictions}
+    return {"placed_only_by_greedy": only_g, "placed_only_by_cpsat": only_c, "different_node": moved,
+            "same_node": same, "evicted_only_by_greedy": sorted(evicted_g - evicted_c),
+            "evicted_only_by_cpsat": sorted(evicted_c - evicted_g)}
