@@ -1,0 +1,192 @@
+"""`kplace export`, `kplace run` and `kplace extender serve` (loaded lazily by `solver.cli.LAZY_COMMANDS`)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+from kplace.solver.cli import CONFIG_OPT, CONTEXT_OPT, KUBECONFIG_OPT, STATE_ARG, load_snapshot
+
+_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+def _json_logging(level: str) -> None:
+    from .loop import JsonLogFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLogFormatter())
+    root = logging.getLogger("kplace")
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level.upper()))
+    root.propagate = False
+
+
+LOG_LEVEL_OPT = click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+                             default="info", show_default=True, help="Structured (JSON lines) log level, on stderr.")
+
+
+@click.command(context_settings=_SETTINGS)
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), required=True, help="The cluster to read.")
+@CONTEXT_OPT
+@click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), default="-", show_default=True,
+              help="Where to write the v1 List (JSON), atomically; - for stdout.")
+@click.option("--page-size", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Objects per list call (limit/continue), as kubectl's --chunk-size.")
+def export(kubeconfig, context, out_file, page_size):
+    """Write the cluster's state as the v1 List `kubectl get ... -A -o json` would print.
+
+    Lists nodes, pods, PDBs, PriorityClasses, namespaces, PVs, PVCs, StorageClasses, CSINodes, services,
+    ReplicaSets and StatefulSets, in pages (so 50,000 pods work). The file is a STATE for every command.
+
+    \b
+    Examples:
+      kplace export --kubeconfig ~/.kube/config -o state.json
+      kplace export --kubeconfig ~/.kube/config --context prod | kplace inspect -
+    """
+    from kplace.solver.output import dumps, write_atomic
+
+    from .live import export_list
+
+    data = export_list(kubeconfig, context, page_size=page_size)
+    text = dumps(data)
+    if out_file == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomic(out_file, text)
+        click.echo(f"wrote {len(data['items'])} objects to {out_file}", err=True)
+
+
+@click.command(context_settings=_SETTINGS)
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+              help="Cluster to schedule for. Default: the pod's service account (running in the cluster).")
+@CONTEXT_OPT
+@click.option("--scheduler-name", default="kplace", show_default=True,
+              help="Schedule pending pods whose spec.schedulerName is this.")
+@click.option("--engine", type=click.Choice(["cpsat", "greedy"]), default="cpsat", show_default=True)
+@click.option("--window", type=click.IntRange(min=1), default=100, show_default=True,
+              help="At most this many pods per window, in queue order.")
+@click.option("--time-limit", type=click.FloatRange(min=0.05), default=5.0, show_default=True,
+              help="CP-SAT seconds per window.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
+@CONFIG_OPT
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=10251, show_default=True,
+              help="Port for /healthz and /metrics (0: any free port, logged).")
+@click.option("--bind-address", default="0.0.0.0", show_default=True, help="Address for /healthz and /metrics.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Binding calls in flight at once.")
+@click.option("--resync", type=click.FloatRange(min=1), default=60.0, show_default=True,
+              help="Seconds between re-lists of PDBs, PriorityClasses, volumes, services, ... (nodes and pods "
+                   "are watched).")
+@click.option("--max-windows", type=click.IntRange(min=1), default=None,
+              help="Stop after committing this many windows.")
+@click.option("--once", is_flag=True, help="Commit one window, then stop (same as --max-windows 1).")
+@click.option("--idle-exit", type=click.FloatRange(min=0), default=None,
+              help="Stop after this many seconds with nothing to schedule.")
+@click.option("--dry-run", is_flag=True, help="Bind with the API's server-side dry run (nothing changes).")
+@LOG_LEVEL_OPT
+def run(kubeconfig, context, scheduler_name, engine, window, time_limit, workers, config_path, port, bind_address,
+        concurrency, resync, max_windows, once, idle_exit, dry_run, log_level):
+    """Run as a scheduler: watch nodes and pods, decide windows of pending pods, bind them.
+
+    Takes pending pods whose spec.schedulerName is --scheduler-name, in queue order, in windows; decides
+    each window (engine, then the verifier) and POSTs the Bindings. Unplaced pods and failed bindings are
+    retried with kube's backoff (1 s doubling to 10 s). Serves /healthz and Prometheus /metrics; logs JSON
+    lines; on SIGTERM it abandons a window still being decided or finishes one being committed, then exits.
+
+    \b
+    Examples:
+      kplace run --kubeconfig ~/.kube/config --scheduler-name kplace --window 200 --time-limit 10
+      kplace run                      # in a pod: the service account's credentials
+      kplace run --kubeconfig kc --once --engine greedy --dry-run
+    """
+    import signal
+
+    from .loop import Runner, RunOptions, _event
+
+    _json_logging(log_level)
+    opts = RunOptions(scheduler_name=scheduler_name, window=window, time_limit=time_limit, engine=engine,
+                      workers=workers, port=port, bind_address=bind_address, concurrency=concurrency, resync=resync,
+                      max_windows=1 if once else max_windows, idle_exit=idle_exit, dry_run=dry_run,
+                      config_path=config_path)
+    runner = Runner(kubeconfig, context, opts)
+
+    def on_signal(signum, _frame):
+        _event(logging.INFO, "signal received; stopping", signal=signal.Signals(signum).name,
+               window_in_flight=runner.in_flight)
+        runner.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    runner.run()
+
+
+@click.group(context_settings=_SETTINGS)
+def extender():
+    """kube-scheduler's HTTP extender protocol, backed by kplace's global plan.
+
+    \b
+    Examples:
+      kplace extender serve --kubeconfig ~/.kube/config --port 8888
+      kplace extender serve state.json --port 8888      # plan over a file; /bind needs --kubeconfig
+    """
+
+
+@extender.command(context_settings=_SETTINGS)
+@STATE_ARG
+@KUBECONFIG_OPT
+@CONTEXT_OPT
+@CONFIG_OPT
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=8888, show_default=True)
+@click.option("--bind-address", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0 to reach it from other pods).")
+@click.option("--tls-cert", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Serve HTTPS with this certificate (PEM); needs --tls-key.")
+@click.option("--tls-key", type=click.Path(dir_okay=False, exists=True), default=None)
+@click.option("--engine", type=click.Choice(["cpsat", "greedy"]), default="cpsat", show_default=True)
+@click.option("--time-limit", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+              help="CP-SAT seconds per re-plan (keep it under kube-scheduler's httpTimeout, 5 s by default).")
+@click.option("--refresh", type=click.FloatRange(min=0), default=30.0, show_default=True,
+              help="With live state: seconds between re-reads of the cluster (0: never).")
+@LOG_LEVEL_OPT
+def serve(state, kubeconfig, context, config_path, port, bind_address, tls_cert, tls_key, engine, time_limit,
+          refresh, log_level):
+    """Serve POST /filter, /prioritize and /bind for kube-scheduler (extender protocol, Go field names).
+
+    STATE files give the cluster state (else it is read through --kubeconfig). Binding needs --kubeconfig.
+
+    \b
+    Examples:
+      kplace extender serve --kubeconfig ~/.kube/config --bind-address 0.0.0.0 --port 8888
+      kplace extender serve state.json --kubeconfig kc --tls-cert tls.crt --tls-key tls.key
+    """
+    from kplace.solver.framework.config import load_config
+
+    from .extender import Extender, ExtenderOptions, ExtenderServer
+
+    if bool(tls_cert) != bool(tls_key):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    _json_logging(log_level)
+    snapshot = load_snapshot(state, kubeconfig, context)
+    config = load_config(config_path, snapshot.scheduler_config)
+    client = reload = None
+    if kubeconfig:
+        from .kube import new_client
+
+        client = new_client(kubeconfig, context)
+        if not state:
+            from .live import read_cluster
+
+            def reload():
+                return read_cluster(kubeconfig, context)
+
+    ext = Extender(snapshot, config, ExtenderOptions(engine=engine, time_limit=time_limit, refresh=refresh),
+                   client=client, reload=reload)
+    server = ExtenderServer(ext, bind_address, port, tls_cert=tls_cert, tls_key=tls_key)
+    logging.getLogger("kplace.extender").info("serving the extender protocol on %s", server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
