@@ -403,6 +403,7 @@ class RoadefLNS:
             self.machines_of_nb.setdefault(n, []).append(m)
         self.objective_terms = [r for r in range(inst.n_resources) if inst.load_weight[r] > 0]
         self.max_free = min(inst.n_processes, 40)
+        self.wide_share = 0.5
         self.stats = SearchStats()
         self._refresh()
 
@@ -478,16 +479,24 @@ class RoadefLNS:
         machines: list[int] = []
         seen: set[int] = set()
         count = 0
+        # wide: many machines, a sample of their processes (routes processes between many machines at once)
+        wide = n_m > 8 and rng.random() < self.wide_share
+        n_wide = rng.randint(min(n_m, 10), min(n_m, 40))
         for m in [*first, *pool]:
             if m in seen:
                 continue
             seen.add(m)
             machines.append(m)
             count += len(self.procs_on[m])
-            if len(machines) >= 2 and (count >= target or len(machines) >= max(2, target // 3)):
+            if wide:
+                if len(machines) >= n_wide:
+                    break
+            elif len(machines) >= 2 and (count >= target or len(machines) >= max(2, target // 3)):
                 break
         procs = [int(p) for m in machines for p in self.procs_on[m]]
         if len(procs) > target:
+            if wide and not preferred and rng.random() < 0.5:  # processes of costly machines first
+                preferred = [p for p in procs if self.machine_cost[self.a[p]] > 0]
             pref = set(preferred)
             head = [p for p in procs if p in pref]
             rest = [p for p in procs if p not in pref]
