@@ -59,6 +59,7 @@ class ApiFailure:
 def new_client(kubeconfig: str | None, context: str | None = None, *, pool: int = 16):
     """An ApiClient for the kubeconfig (and context), or the pod's service account when `kubeconfig` is None
     (in-cluster). urllib3's own retries are off: kplace retries itself."""
+    import yaml
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
@@ -69,7 +70,7 @@ def new_client(kubeconfig: str | None, context: str | None = None, *, pool: int 
         else:
             config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg,
                                     persist_config=False)
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
+    except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
         where = kubeconfig or "in-cluster service account"
         raise KubeError(f"{where}: cannot load the Kubernetes client configuration: {exc}") from None
     cfg.retries = False
@@ -132,30 +133,35 @@ def raw_json(resp) -> Any:
         resp.release_conn()
 
 
+class ContinueExpired(KubeError):
+    """A continue token outlived its resourceVersion (HTTP 410): the list must start again."""
+
+
 def list_pages(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float = 60.0
                ) -> Iterator[tuple[list[dict[str, Any]], str]]:
     """Pages of (items, resourceVersion) of one kind over all namespaces, with `limit` and `continue`.
 
-    Items come as the API sends them (without `kind`/`apiVersion`); `kind` is set on each, as kubectl does.
-    A continue token that expired (410) restarts the list from the beginning, as client-go's pager does.
+    Items come as the API sends them (without `kind`/`apiVersion`); `kind` and `apiVersion` are set on
+    each, as kubectl does. A continue token that expired raises ContinueExpired (`list_all` starts over).
+    `page_size` 0 reads everything in one call.
     """
     from kubernetes.client.exceptions import ApiException
 
     cls, method, api_version = LIST_KINDS[kind]
     fn = getattr(api(client, cls), method)
     token: str | None = None
-    restarts = 0
     while True:
-        kwargs: dict[str, Any] = {"limit": page_size, "_preload_content": False, "_request_timeout": timeout}
+        kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": timeout}
+        if page_size:
+            kwargs["limit"] = page_size
         if token:
             kwargs["_continue"] = token
         try:
             body = raw_json(fn(**kwargs))
         except ApiException as exc:
-            if exc.status == 410 and token and restarts < 3:
-                restarts, token = restarts + 1, None
-                continue
             f = failure(exc)
+            if exc.status == 410 and token:
+                raise ContinueExpired(f"listing {kind}s: {f.message}") from None
             raise KubeError(f"listing {kind}s: HTTP {f.code} {f.reason}: {f.message}") from None
         except transport_errors() as exc:
             raise KubeError(f"listing {kind}s: {failure(exc).message}") from None
@@ -172,10 +178,21 @@ def list_pages(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float 
 
 def list_all(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float = 60.0
              ) -> tuple[list[dict[str, Any]], str]:
-    """Every object of one kind (all pages) and the resourceVersion of the list."""
-    out: list[dict[str, Any]] = []
-    rv = ""
-    for items, page_rv in list_pages(client, kind, page_size=page_size, timeout=timeout):
-        out.extend(items)
-        rv = rv or page_rv  # every page of a list is read at the first page's resourceVersion
-    return out, rv
+    """Every object of one kind (all pages) and the resourceVersion of the list.
+
+    When a continue token expires mid-list the pages read so far are dropped and the list starts over, and
+    after two such failures it is read in one call without `limit`, as client-go's pager falls back to.
+    """
+    for attempt in range(3):
+        out: list[dict[str, Any]] = []
+        rv = ""
+        try:
+            for items, page_rv in list_pages(client, kind, page_size=page_size if attempt < 2 else 0,
+                                             timeout=timeout):
+                out.extend(items)
+                rv = rv or page_rv  # every page of a list is read at the first page's resourceVersion
+            return out, rv
+        except ContinueExpired:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover

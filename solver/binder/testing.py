@@ -234,6 +234,7 @@ class FakeApiServer:
     def compact(self, drop_watches: bool = True) -> None:
         """Forget every event so far (a watch from an older resourceVersion gets 410) and end open watches."""
         with self.lock:
+            self.rv += 1
             self.compacted = self.rv
             self.events.clear()
             if drop_watches:
@@ -374,7 +375,7 @@ def _handler(api: FakeApiServer):
                         self._status(400, "BadRequest", "continue key is not valid: incorrect encoded start "
                                      "resourceVersion (version meta.k8s.io/v1)")
                         return
-                    if tok_rv <= api.compacted:
+                    if tok_rv < api.compacted:
                         self._status(410, "Expired", "The provided continue parameter is too old to display a "
                                      "consistent list result. You can start a new list without the continue "
                                      "parameter.")

@@ -1,0 +1,181 @@
+"""`kplace run` end to end against the fake API server: list+watch, windows, bindings, backoff, 410, stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+from kplace.solver.binder.loop import Runner, RunOptions, backoff_seconds
+from kplace.solver.testing import node, pod
+
+OURS = {"schedulerName": "kplace"}
+
+
+def _opts(**kw):
+    base = {"port": 0, "bind_address": "127.0.0.1", "engine": "greedy", "watch_timeout": 2, "idle_exit": 5.0,
+            "sync_timeout": 10.0}
+    return RunOptions(**{**base, **kw})
+
+
+def _start(api, **kw):
+    runner = Runner(api.kubeconfig_path, None, _opts(**kw))
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    return runner, thread
+
+
+def _wait(cond, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _bound(api, name):
+    p = api.get("Pod", name)
+    return p is not None and (p.get("spec") or {}).get("nodeName")
+
+
+def test_backoff_is_kubes_one_second_doubling_to_ten():
+    assert [backoff_seconds(n) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
+
+
+def test_the_loop_binds_its_own_pending_pods_in_windows_and_leaves_other_schedulers_pods(fake_api):
+    api = fake_api([node("a", cpu="2"), node("b", cpu="2"),
+                    *(pod(f"p{i}", cpu="500m", spec=OURS) for i in range(5)), pod("theirs", cpu="100m")])
+    runner, thread = _start(api, window=2, max_windows=3)
+    thread.join(30)
+    assert not thread.is_alive()
+    assert all(_bound(api, f"p{i}") for i in range(5))
+    assert not _bound(api, "theirs")
+    assert runner.windows == 3
+    posts = api.calls("POST")
+    assert len(posts) == 5 and all(p["path"].endswith("/binding") for p in posts)
+
+
+def test_pods_created_later_arrive_through_the_watch_and_a_410_relists(fake_api):
+    api = fake_api([node("a", cpu="4"), pod("first", cpu="1", spec=OURS)])
+    runner, thread = _start(api)
+    try:
+        assert _wait(lambda: _bound(api, "first"))
+        api.create(pod("second", cpu="1", spec=OURS))
+        assert _wait(lambda: _bound(api, "second"))
+        api.compact()  # open watches end; resuming from their resourceVersion gets 410 Gone → list again
+        api.create(pod("third", cpu="1", spec=OURS))
+        assert _wait(lambda: _bound(api, "third"))
+        relists = runner.metrics.registry.get_sample_value("kplace_relists_total", {"kind": "Pod"})
+        assert relists >= 2
+    finally:
+        runner.stop()
+        thread.join(15)
+    assert not thread.is_alive()
+
+
+def test_unschedulable_pods_and_failed_bindings_back_off_and_are_retried(fake_api):
+    api = fake_api([node("a", cpu="2"), pod("huge", cpu="3", spec=OURS), pod("flaky", cpu="1", spec=OURS)])
+    api.fail("/pods/flaky/binding", 500, times=5)  # the binder's 5 attempts all fail: reported, backed off
+    runner, thread = _start(api, backoff_initial=0.2, backoff_max=0.4, idle_exit=None)
+    try:
+        assert _wait(lambda: _bound(api, "flaky"))
+        assert _wait(lambda: runner.metrics.registry.get_sample_value(
+            "kplace_schedule_attempts_total", {"result": "unschedulable"}) >= 3)
+        m = runner.metrics.registry
+        assert m.get_sample_value("kplace_schedule_attempts_total", {"result": "error"}) == 1
+        assert m.get_sample_value("kplace_schedule_attempts_total", {"result": "scheduled"}) == 1
+        assert m.get_sample_value("kplace_pods_scheduled_total") == 1
+        assert not _bound(api, "huge")
+    finally:
+        runner.stop()
+        thread.join(15)
+
+
+def test_healthz_and_metrics_are_served(fake_api):
+    api = fake_api([node("a"), pod("p", spec=OURS)])
+    runner, thread = _start(api, idle_exit=None)
+    try:
+        assert _wait(lambda: _bound(api, "p"))
+        base = f"http://127.0.0.1:{runner.port}"
+        assert urllib.request.urlopen(base + "/healthz").read() == b"ok"
+        text = urllib.request.urlopen(base + "/metrics").read().decode()
+        for name in ("kplace_pods_scheduled_total 1.0", 'kplace_schedule_attempts_total{result="scheduled"} 1.0',
+                     "kplace_window_duration_seconds_bucket", "kplace_fallbacks_total 0.0"):
+            assert name in text
+    finally:
+        runner.stop()
+        thread.join(15)
+
+
+def test_stopping_while_a_window_is_decided_abandons_it_and_sends_nothing(fake_api, monkeypatch):
+    api = fake_api([node("a"), pod("p", spec=OURS)])
+    from kplace.solver import schedule
+
+    real = schedule.decide
+    holder = {}
+
+    def slow_decide(*args, **kwargs):
+        holder["runner"].stop()  # SIGTERM arrives while the engine runs
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(schedule, "decide", slow_decide)
+    runner = Runner(api.kubeconfig_path, None, _opts())
+    holder["runner"] = runner
+    assert runner.run() == 0
+    assert api.calls("POST") == [] and not _bound(api, "p")
+    assert runner.metrics.registry.get_sample_value("kplace_windows_total", {"result": "abandoned"}) == 1
+
+
+def test_a_window_whose_commit_started_is_finished_before_stopping(fake_api, monkeypatch):
+    api = fake_api([node("a"), *(pod(f"p{i}", spec=OURS) for i in range(4))])
+    from kplace.solver import binder
+
+    real = binder.commit_api
+    holder = {}
+
+    def commit_then_signal(*args, **kwargs):
+        holder["runner"].stop()  # SIGTERM arrives just as the bindings start
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(binder, "commit_api", commit_then_signal)
+    runner = Runner(api.kubeconfig_path, None, _opts())
+    holder["runner"] = runner
+    assert runner.run() == 1
+    assert all(_bound(api, f"p{i}") for i in range(4))
+
+
+def test_dry_run_assumes_pods_locally_and_changes_nothing(fake_api):
+    api = fake_api([node("a"), pod("p", spec=OURS)])
+    runner = Runner(api.kubeconfig_path, None, _opts(dry_run=True, idle_exit=1.0))
+    assert runner.run() == 1  # one window; the assumed pod is not tried again
+    assert api.calls("POST")[0]["query"] == {"dryRun": ["All"]} and not _bound(api, "p")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_kplace_run_stops_cleanly_on_sigterm_and_logs_json_lines(fake_api):
+    api = fake_api([node("a"), pod("p", spec=OURS)])
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "kplace.solver.cli", "run", "--kubeconfig", api.kubeconfig_path,
+                             "--engine", "greedy", "--port", "0", "--bind-address", "127.0.0.1"],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert _wait(lambda: _bound(api, "p"), timeout=60)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    msgs = [entry["msg"] for entry in lines]
+    assert "window committed" in msgs and "signal received; stopping" in msgs and msgs[-1] == "stopped"
+    committed = next(entry for entry in lines if entry["msg"] == "window committed")
+    assert committed["scheduled"] == 1 and committed["level"] == "info" and "ts" in committed
