@@ -809,8 +809,15 @@ class RoadefLNS:
                 break
             if self.stats.improvements != last_shift and self.stats.iterations % 20 == 0:
                 last_shift = self.stats.improvements
-                before = self.obj
-                if self.shift_descent(deadline) and self.obj < before:
+                before, saved = self.obj, self.a.copy()
+                if self.shift_descent(deadline) and (
+                    self.obj > before or violations(self.inst, self.a0, self.a)
+                ):  # pragma: no cover - a bug in the incremental evaluation
+                    if self.log:
+                        self.log("BUG: shift descent made the assignment worse or infeasible; reverted")
+                    self.a = saved
+                    self._refresh()
+                elif self.obj < before:
                     self.stats.improvements += 1
                     self.stats.history.append((time.monotonic() - start, self.obj))
                     if self.log:
@@ -830,6 +837,10 @@ class RoadefLNS:
             u = usage(self.inst, new)
             total = objective(self.inst, self.a0, new, u).total
             if total <= self.obj:
+                if violations(self.inst, self.a0, new, u):  # pragma: no cover - a bug in the subproblem model
+                    if self.log:
+                        self.log(f"BUG: subproblem {self.stats.iterations} gave an infeasible assignment; ignored")
+                    continue
                 if total < self.obj:
                     self.stats.improvements += 1
                     self.stats.history.append((time.monotonic() - start, total))

@@ -229,3 +229,17 @@ def test_lns_is_deterministic_for_a_seed():
     a0 = read_assignment(DATA / "assignment_a1_2.txt", inst)
     runs = [solve(inst, a0, time_limit=60, seed=3, max_iterations=6)[0] for _ in range(2)]
     assert np.array_equal(runs[0], runs[1])
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["a1_4", "a2_2"])
+def test_shift_descent_is_exact_and_feasible(name):
+    from kplace.solver.rebalance.roadef import RoadefLNS, objective
+
+    inst = read_instance(DATA / f"model_{name}.txt")
+    a0 = read_assignment(DATA / f"assignment_{name}.txt", inst)
+    search = RoadefLNS(inst, a0, seed=1)
+    before = search.obj
+    assert search.shift_descent(deadline=float("inf"), max_sweeps=1) > 0
+    obj, viol = score(inst, a0, search.a)
+    assert viol == [] and obj.total == search.obj == objective(inst, a0, search.a).total < before
