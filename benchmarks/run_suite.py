@@ -206,6 +206,9 @@ def machine() -> str:
 
 
 def commit() -> str:
+    """The commit measured: $KPLACE_SUITE_COMMIT when the suite runs from a snapshot of it, else the work tree's."""
+    if os.environ.get("KPLACE_SUITE_COMMIT"):
+        return os.environ["KPLACE_SUITE_COMMIT"][:12] + " (a clean snapshot of that commit)"
     try:
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
@@ -474,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
                                                "priority-overload, openb, scheduler_perf, vbp)")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md and docs/img")
     ap.add_argument("--docs-from", default=None, help="regenerate the docs from a results JSON, without running")
+    ap.add_argument("--resume", default=None, help="keep the successful runs of this results JSON, run the rest")
     args = ap.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"cpsat-suite{'-quick' if args.quick else ''}.json"
@@ -484,9 +488,18 @@ def main(argv: list[str] | None = None) -> int:
     only = {x for x in args.only.split(",") if x}
     cases = [c for c in suite(args.quick) if not only or c.family in only]
     rows: list[dict] = []
-    started = time.perf_counter()
+    done: dict[tuple, dict] = {}
+    previous = 0.0
+    if args.resume:
+        saved = json.loads(Path(args.resume).read_text())
+        done = {(r["family"], r["label"], r["seed"]): r for r in saved["rows"] if "error" not in r}
+        previous = sum(r.get("run_seconds", 0) for r in done.values())
+    started = time.perf_counter() - previous
     for case in cases:
         for seed in case.seeds:
+            if (case.family, case.label, seed) in done:
+                rows.append(done[(case.family, case.label, seed)])
+                continue
             print(f"[{time.perf_counter() - started:7.1f}s] {case.family}: {case.label} seed {seed} ...", end=" ",
                   flush=True, file=sys.stderr)
             try:
