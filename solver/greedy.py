@@ -81,6 +81,7 @@ class Attempt:
     reason: str | None = None
     evictions: list[tuple[PodInfo, bool]] = field(default_factory=list)  # (victim, violates a PDB)
     nominated: bool = False
+    volume_bindings: dict[str, str] = field(default_factory=dict)  # claim key → PV name (VolumeBinding Reserve)
 
 
 class GreedyScheduler:
@@ -183,7 +184,7 @@ class GreedyScheduler:
                 out = run_filters(profile, state, pod, cycle, one, pre.skipped)
                 if out.code[0] == 0:
                     state.assume(pod, int(one[0]))
-                    return Attempt(int(one[0]))
+                    return Attempt(int(one[0]), volume_bindings=self.reserve(profile, pod, int(one[0])))
 
         order = self.index.tree_order
         nodes = order if pre.nodes is None else order[np.isin(order, pre.nodes)]
@@ -203,7 +204,7 @@ class GreedyScheduler:
             _, totals = run_scores(profile, state, pod, cycle, feasible)
             choice = int(feasible[self.select(totals)])
         state.assume(pod, choice)
-        return Attempt(choice)
+        return Attempt(choice, volume_bindings=self.reserve(profile, pod, choice))
 
     def _post_filter(
         self, profile: Profile, pod: PodInfo, msg: str, outcome: FilterOutcome | None, absent_reason: str
@@ -219,7 +220,17 @@ class GreedyScheduler:
             self.state.forget(victim)
             self.pdb_disrupt(victim)
         self.state.assume(pod, result.node)
-        return Attempt(result.node, evictions=result.victims, nominated=True)
+        return Attempt(result.node, evictions=result.victims, nominated=True,
+                       volume_bindings=self.reserve(profile, pod, result.node))
+
+    def reserve(self, profile: Profile, pod: PodInfo, node: int) -> dict[str, str]:
+        """The Reserve point after `assume`: VolumeBinding records the PVs (and provisioning nodes) the pod's
+        delayed-binding claims take, so later pods see them taken."""
+        if not pod.pod.spec.volumes or not any(p.name == "VolumeBinding" for p in profile.at("filter")):
+            return {}
+        from .plugins.volumebinding import reserve
+
+        return reserve(self.state, pod, node)
 
     # --- PDB bookkeeping (for preemption) ---------------------------------------------------------
 
@@ -249,7 +260,8 @@ class GreedyScheduler:
                 continue  # another scheduler's pod
             attempt = self.schedule_one(pod)
             node = names[attempt.node] if attempt.node is not None else None
-            plan.placements.append(Placement(pod.key, node, attempt.reason, pod.priority, attempt.nominated))
+            plan.placements.append(Placement(pod.key, node, attempt.reason, pod.priority, attempt.nominated,
+                                             attempt.volume_bindings))
             for victim, violates in attempt.evictions:  # victims all ran on the preemptor's node
                 plan.evictions.append(Eviction(victim.key, node or "", pod.key, victim.priority, violates))
         plan.warnings.extend(unimplemented_warnings(self.index, pods))
@@ -293,13 +305,8 @@ def _merge_outcomes(outcomes: list[tuple[FilterOutcome, int]]) -> FilterOutcome 
 
 def unimplemented_warnings(index: ClusterIndex, pods: list[PodInfo]) -> list[str]:
     """Say plainly which pods need plugins kplace does not implement yet (their constraints are not checked)."""
-    counts: Counter[str] = Counter()
-    for pi in pods:
-        spec = pi.pod.spec
-        if any(v.persistent_volume_claim or v.ephemeral for v in spec.volumes):
-            counts["VolumeBinding"] += 1
-        if any(v.gce_persistent_disk or v.aws_elastic_block_store or v.rbd or v.iscsi for v in spec.volumes):
-            counts["VolumeRestrictions"] += 1
+    counts: Counter[str] = Counter()  # plugin name (a NOT_IMPLEMENTED key) → pending pods that need it
+    # (the volume plugins are implemented; DynamicResources' resource claims are not modelled on pods yet)
     return [
         f"{n} pending pod(s) use {NOT_IMPLEMENTED[name]}: the {name} plugin is not implemented yet, "
         f"so those constraints were not checked"

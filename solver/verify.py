@@ -572,6 +572,39 @@ class _Verifier:
         return todo, last
 
 
+class FilterReplay:
+    """The verifier's filters over a state the caller builds, for other independent checks (the rebalancer's
+    before/after and per-wave checks): `compile` a pod once, `add`/`remove` it on nodes, and `check` whether
+    kube's filters admit it on a node against everything else placed. `running=True` judges pods already
+    running: cordons and the `spec.nodeName` that bound them do not count against them.
+    """
+
+    def __init__(self, index: ClusterIndex, running: bool = False) -> None:
+        self._v = _Verifier(index)
+        self._running = running
+        if running:
+            self._v.nodes = [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": False})})
+                             if n.spec.unschedulable else n for n in self._v.nodes]
+
+    def compile(self, pod: Pod) -> _Pod:
+        if self._running and pod.spec.node_name:
+            pod = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": ""})})
+        return _pod(pod)
+
+    def reset(self) -> None:
+        self._v.reset()
+
+    def add(self, pod: _Pod, node: int) -> None:
+        self._v.add(pod, node)
+
+    def remove(self, pod: _Pod, node: int) -> None:
+        self._v.add(pod, node, -1)
+
+    def check(self, pod: _Pod, node: int) -> tuple[str, str] | None:
+        """(rule, message) of the first filter that rejects `pod` on `node`, or None."""
+        return self._v.check(pod, node)
+
+
 def verify_plan(index: ClusterIndex, plan: Plan) -> list[Violation]:
     """Every violation of the plan against the state (an empty list: the plan verifies)."""
     return _Verifier(index).run(plan)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kplace.models.index import ClusterIndex
 
-from ..verify import _pod, _Verifier
+from ..verify import FilterReplay
 
 IGNORED_RULES = {"SchedulingGates", "NodeUnschedulable", "NodeName"}
 
@@ -52,16 +52,9 @@ class StateChecker:
 
     def __init__(self, index: ClusterIndex) -> None:
         self.index = index
-        self.v = _Verifier(index)
         # Running pods are judged on their placement, not on cordons or on the nodeName that bound them.
-        self.v.nodes = [n.model_copy(update={"spec": n.spec.model_copy(update={"unschedulable": False})})
-                        if n.spec.unschedulable else n for n in self.v.nodes]
-        self.pods = {}
-        for pi in index.pods:
-            pod = pi.pod
-            if pod.spec.node_name:
-                pod = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": ""})})
-            self.pods[pi.key] = _pod(pod)
+        self.v = FilterReplay(index, running=True)
+        self.pods = {pi.key: self.v.compile(pi.pod) for pi in index.pods}
 
     def violations(self, assign: dict[str, int]) -> list[StateViolation]:
         v = self.v
@@ -72,7 +65,7 @@ class StateChecker:
         out = []
         names = self.index.node_names
         for p, n in placed:
-            v.add(p, n, -1)
+            v.remove(p, n)
             fail = v.check(p, n)
             v.add(p, n)
             if fail is not None and fail[0] not in IGNORED_RULES:
