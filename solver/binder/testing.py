@@ -425,11 +425,13 @@ def _handler(api: FakeApiServer):
                     cursor = since
                     while True:
                         with api.lock:
+                            if api.watch_generation != generation:
+                                break  # compact(drop_watches=True): this watch is closed
                             fresh = [e for e in api.events if e[0] > cursor and e[1] == resource
                                      and (ns is None or (e[3].get("metadata") or {}).get("namespace") == ns)]
                             if not fresh:
                                 left = deadline - time.monotonic()
-                                if left <= 0 or api.stopping or api.watch_generation != generation:
+                                if left <= 0 or api.stopping:
                                     break
                                 api.lock.wait(min(left, 0.2))
                                 continue
