@@ -237,7 +237,7 @@ class CSIVolumeSource(K8s):
 
 
 class EphemeralVolume(K8s):
-    volume_claim_template: dict[str, Any] | None = None
+    volume_claim_template: dict[str, Any] | None = None  # {metadata, spec}: a PersistentVolumeClaim template
 
 
 class Volume(K8s):
@@ -401,6 +401,7 @@ class PVSpec(K8s):
     iscsi: ISCSIVolume | None = None
     csi: dict[str, Any] | None = None
     volume_mode: str | None = None
+    volume_attributes_class_name: str | None = None
 
 
 class PersistentVolume(K8s):
@@ -415,6 +416,9 @@ class PVCSpec(K8s):
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     storage_class_name: str | None = None
     volume_name: str = ""
+    selector: LabelSelector | None = None
+    volume_mode: str | None = None
+    volume_attributes_class_name: str | None = None
 
 
 class PersistentVolumeClaim(K8s):

@@ -13,6 +13,9 @@ class Placement:
     reason: str | None = None
     priority: int = 0
     nominated: bool = False  # placed after preempting victims
+    # claim "namespace/name" → the PV it binds to, or "(dynamic)" when provisioned on the node (VolumeBinding's
+    # Reserve); only claims the placement binds, never claims that were bound already
+    volume_bindings: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -56,7 +59,8 @@ class Plan:
         if self.windows:
             out["windows"] = self.windows
         out["placements"] = [
-            {k: v for k, v in asdict(p).items() if k in ("pod", "node", "reason") or (k == "nominated" and v)}
+            {k: v for k, v in asdict(p).items()
+             if k in ("pod", "node", "reason") or (k in ("nominated", "volume_bindings") and v)}
             for p in self.placements
         ]
         out["evictions"] = [asdict(e) for e in self.evictions]

@@ -15,10 +15,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
+from kplace.models.k8s import Pod
 from kplace.models.selectors import Selector
 
 _DENSE_MIN = 8  # signatures with at least this many pods keep a dense per-node count array
 _LIVE_MAX = 512  # per-selector count arrays kept up to date by assume/forget (n_nodes int64 each)
+
+
+def pod_pvc_keys(pod: Pod) -> tuple[str, ...]:
+    """"namespace/name" of every claim the pod's volumes use: PVC sources, and generic ephemeral volumes
+    (whose claim is named `<pod>-<volume>`)."""
+    ns, out = pod.metadata.namespace, []
+    for v in pod.spec.volumes:
+        if v.persistent_volume_claim is not None:
+            out.append(f"{ns}/{v.persistent_volume_claim.claim_name}")
+        elif v.ephemeral is not None:
+            out.append(f"{ns}/{pod.metadata.name}-{v.name}")
+    return tuple(out)
 
 
 def affinity_group_key(pod: PodInfo) -> tuple | None:
@@ -101,6 +114,11 @@ class ClusterState:
         self.affinity_groups: list[AffinityGroup] = []
         self._affinity_group_ids: dict[tuple, int] = {}
         self._affinity_group_of: dict[int, int] = {}
+        # Volumes (kube's assume cache for PVs and PVCs, and NodeInfo's PVC reference counts):
+        self.pvc_users: Counter[str] = Counter()  # claim key → placed pods using it
+        self.pv_claims: dict[str, str] = {}  # PV name → claim key it was reserved for in this run
+        self.pvc_selected_node: dict[str, str] = {}  # claim key → node chosen for its dynamic provisioning
+        self.node_version = np.zeros(n, dtype=np.int64)  # bumped whenever a node's pods change
         for pi in index.pods:
             if pi.node >= 0:
                 self._place(pi, pi.node)
@@ -132,6 +150,9 @@ class ClusterState:
             if self.ports[node][port] <= 0:
                 del self.ports[node][port]
         self._count_sig(pod.idx, node, -1)
+        self.node_version[node] += 1
+        if pod.pod.spec.volumes:
+            self.pvc_users.subtract(pod_pvc_keys(pod.pod))
         self.with_affinity.discard(pod.idx)
         self.with_required_anti.discard(pod.idx)
         g = self._affinity_group_of.get(pod.idx)
@@ -143,6 +164,9 @@ class ClusterState:
         for port in pod.host_ports:
             self.ports[node][port] += 1
         self._count_sig(pod.idx, node, +1)
+        self.node_version[node] += 1
+        if pod.pod.spec.volumes:
+            self.pvc_users.update(pod_pvc_keys(pod.pod))
         aff = pod.pod.spec.affinity
         if aff is not None and (aff.pod_affinity or aff.pod_anti_affinity):
             self.with_affinity.add(pod.idx)
