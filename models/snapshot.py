@@ -114,7 +114,10 @@ def finalize(snapshot: ClusterSnapshot, sources: dict[int, str]) -> ClusterSnaps
     - `spec.priority` is resolved from `priorityClassName` (or the globalDefault class, else 0); a pod
       that names a missing class and has no resolved priority is rejected as admission would reject it;
     - duplicate objects: exact copies are merged with a warning, differing copies are an error;
-    - pods bound to nodes that do not exist hold no resources (warning), as in kube-scheduler's cache.
+    - pods bound to nodes that do not exist hold no resources (warning), as in kube-scheduler's cache;
+    - node conditions without the taints the node lifecycle controller derives from them get those taints
+      (`condition_taints`, one warning), and unbound claims without a class get the default StorageClass, as
+      the PV controller's retroactive default-class assignment does (`default_storage_class`).
     """
     _dedupe(snapshot, sources)
     classes = {pc.metadata.name: pc for pc in snapshot.priority_classes}
@@ -131,6 +134,9 @@ def finalize(snapshot: ClusterSnapshot, sources: dict[int, str]) -> ClusterSnaps
             known.add(ns)
     for ns in snapshot.namespaces:
         ns.metadata.labels.setdefault("kubernetes.io/metadata.name", ns.metadata.name)
+
+    condition_taints(snapshot)
+    default_storage_class(snapshot)
 
     node_names = {n.metadata.name for n in snapshot.nodes}
     missing = Counter(
@@ -210,3 +216,59 @@ def _dedupe(snapshot: ClusterSnapshot, sources: dict[int, str]) -> None:
             seen[key] = obj
             kept.append(obj)
         setattr(snapshot, attr, kept)
+
+
+# The node lifecycle controller's TaintNodesByCondition map (condition type, status) → taint key, all NoSchedule;
+# a not-ready or unreachable node also gets the same key with NoExecute (taint-based eviction).
+CONDITION_TAINTS: dict[tuple[str, str], str] = {
+    ("Ready", "False"): "node.kubernetes.io/not-ready",
+    ("Ready", "Unknown"): "node.kubernetes.io/unreachable",
+    ("MemoryPressure", "True"): "node.kubernetes.io/memory-pressure",
+    ("DiskPressure", "True"): "node.kubernetes.io/disk-pressure",
+    ("PIDPressure", "True"): "node.kubernetes.io/pid-pressure",
+    ("NetworkUnavailable", "True"): "node.kubernetes.io/network-unavailable",
+}
+NO_EXECUTE_TOO = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
+
+
+def condition_taints(snapshot: ClusterSnapshot) -> None:
+    """Give each node the taints the node lifecycle controller keeps in step with its conditions, when the
+    export lacks them (states written by hand, or taken from a cluster without the controller). Only
+    conditions present are read: a node without a Ready condition is left alone. One warning says what
+    was added."""
+    from .k8s import Taint
+
+    added: list[str] = []
+    for node in snapshot.nodes:
+        have = {(t.key, t.effect) for t in node.spec.taints}
+        for cond in node.status.conditions:
+            key = CONDITION_TAINTS.get((cond.type, cond.status))
+            if key is None:
+                continue
+            for effect in ("NoSchedule", "NoExecute") if key in NO_EXECUTE_TOO else ("NoSchedule",):
+                if (key, effect) not in have:
+                    node.spec.taints.append(Taint(key=key, effect=effect))
+                    have.add((key, effect))
+                    added.append(f"{node.metadata.name} {key}:{effect}")
+    if added:
+        shown = ", ".join(added[:5]) + (f" (+{len(added) - 5} more)" if len(added) > 5 else "")
+        snapshot.warnings.append(
+            f"{len(added)} taint(s) the node lifecycle controller derives from node conditions were missing and "
+            f"were added: {shown}"
+        )
+
+
+def default_storage_class(snapshot: ClusterSnapshot) -> None:
+    """Unbound claims with no class (`storageClassName` absent) get the default StorageClass, if any."""
+    marked = [sc for sc in snapshot.storage_classes
+              if "true" in (sc.metadata.annotations.get("storageclass.kubernetes.io/is-default-class"),
+                            sc.metadata.annotations.get("storageclass.beta.kubernetes.io/is-default-class"))]
+    if not marked:
+        return
+    marked.sort(key=lambda sc: (-(sc.metadata.creation_timestamp.timestamp() if sc.metadata.creation_timestamp
+                                  else 0), sc.metadata.name))
+    default = marked[0].metadata.name
+    for pvc in snapshot.pvcs:
+        if pvc.spec.storage_class_name is None and not pvc.spec.volume_name \
+                and "volume.beta.kubernetes.io/storage-class" not in pvc.metadata.annotations:
+            pvc.spec.storage_class_name = default

@@ -46,10 +46,6 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
 # Upstream plugins kplace knows by name but does not implement yet: accepted in configs, and reported
 # (never silently ignored) when a pod actually needs them.
 NOT_IMPLEMENTED = {
-    "VolumeRestrictions": "volumes (GCE PD, EBS, RBD, iSCSI, ReadWriteOncePod PVCs)",
-    "NodeVolumeLimits": "CSI volume attach limits",
-    "VolumeBinding": "PersistentVolumeClaims",
-    "VolumeZone": "zonal PersistentVolumes",
     "DynamicResources": "resource claims (DRA)",
 }
 BUILTIN_NO_OP = {"DefaultBinder", "DefaultPreemption"}  # handled by the engines, not as filter/score plugins
@@ -249,15 +245,27 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     return SchedulerConfig(profiles=profiles, percentage_of_nodes_to_score=pct, extenders=extenders, source=source)
 
 
-def load_config(path: str | None, embedded: dict | None = None) -> SchedulerConfig:
-    """Read `--config FILE`; without one, a config embedded in the state (simulator export), else defaults."""
+def load_config(path: str | None, embedded: dict | None = None, policy_path: str | None = None) -> SchedulerConfig:
+    """Read `--config FILE`, or a legacy `--policy-config-file FILE` (kind: Policy, YAML or JSON; see
+    `policy.parse_policy`), not both; without either, a config embedded in the state (simulator export),
+    else defaults."""
+    if policy_path is not None:
+        if path is not None:
+            raise ConfigError(f"{policy_path}: a Policy file and a KubeSchedulerConfiguration ({path}) cannot be "
+                              "used together; give one of them")
+        from .policy import parse_policy
+
+        return parse_policy(_read_yaml(policy_path), policy_path)
     if path is None:
         return parse_config(embedded, "<state schedulerConfig>") if embedded else default_config()
+    return parse_config(_read_yaml(path), path)
+
+
+def _read_yaml(path: str) -> Any:
     try:
         text = Path(path).read_text(encoding="utf-8")
-        raw = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from None
-    return parse_config(raw, path)
