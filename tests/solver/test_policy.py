@@ -11,7 +11,8 @@ def names(profile, point):
 
 
 def test_predicates_and_priorities_become_filters_and_weighted_scores_in_kubes_order():
-    cfg = parse_policy({"kind": "Policy", "predicates": [{"name": "MatchInterPodAffinity"}, {"name": "PodFitsResources"},
+    cfg = parse_policy({"kind": "Policy", "predicates": [{"name": "MatchInterPodAffinity"},
+                                                         {"name": "PodFitsResources"},
                                                          {"name": "NoVolumeZoneConflict"}],
                         "priorities": [{"name": "MostRequestedPriority", "weight": 3},
                                        {"name": "SelectorSpreadPriority", "weight": 2},

@@ -52,7 +52,8 @@ def test_a_node_without_csinode_has_no_limit_and_a_missing_claim_is_unresolvable
 
 
 def test_inline_ebs_volumes_count_through_csi_migration_when_the_node_has_a_csinode():
-    vol = lambda vid: {"volumes": [{"name": "x", "awsElasticBlockStore": {"volumeID": vid}}]}
+    def vol(vid):
+        return {"volumes": [{"name": "x", "awsElasticBlockStore": {"volumeID": vid}}]}
     state = build_state(node("n1"), csinode("n1", {EBS: 1}), pod("e", node_name="n1", spec=vol("aws://z/vol-1")),
                         pod("p", spec=vol("vol-2")), pod("q", spec=vol("vol-1")))
     p, q = state.index.pending

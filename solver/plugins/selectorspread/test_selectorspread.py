@@ -17,7 +17,12 @@ def run(nodes, objects, p):
     return pl.normalize(pl.score(state, pi, cycle, ids), pi, cycle).tolist()
 
 
-web = lambda name, n="": pod(name, node_name=n, labels={"app": "web"})
+
+
+def web(name, n=""):
+    return pod(name, node_name=n, labels={"app": "web"})
+
+
 CASES = [
     ("Without zones the node with fewer matching pods scores higher.",
      [node("a"), node("b"), node("c")], [web("w1", "a"), web("w2", "a"), web("w3", "b")], [0, 50, 100]),

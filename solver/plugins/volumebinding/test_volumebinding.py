@@ -16,7 +16,8 @@ from kplace.solver.plugins.volumebinding.testdata import claim_volumes, pv, pvc,
 from kplace.solver.testing import build_state, node, pod
 
 UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-NODES = [node("n1", labels={"topology.kubernetes.io/zone": "a"}), node("n2", labels={"topology.kubernetes.io/zone": "b"})]
+NODES = [node("n1", labels={"topology.kubernetes.io/zone": "a"}),
+         node("n2", labels={"topology.kubernetes.io/zone": "b"})]
 LOCAL = storage_class("local")
 ZONAL = storage_class("zonal", provisioner="ebs.csi.aws.com", zones=["b"])
 IMMEDIATE = storage_class("fast", mode="Immediate", provisioner="ebs.csi.aws.com")
@@ -122,8 +123,9 @@ def test_the_smallest_matching_pv_wins_then_the_name():
 
 
 def test_local_pv_node_names_intersect_within_a_term_and_union_across_terms():
-    term = lambda *vals: {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(v)}
-                                               for v in vals]}
+    def term(*vals):
+        return {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(v)}
+                                                   for v in vals]}
     state = build_state(NODES, {**pv("x"), "spec": {**pv("x")["spec"], "nodeAffinity": {"required": {
         "nodeSelectorTerms": [term(["n1", "n2"], ["n2", "n3"]), term(["n4"])]}}}})
     assert local_pv_node_names(catalog(state.index).pvs["x"]) == ["n2", "n4"]

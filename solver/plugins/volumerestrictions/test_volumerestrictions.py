@@ -10,11 +10,24 @@ from kplace.solver.plugins.volumerestrictions import (
 from kplace.solver.testing import build_state, node, pod
 
 U, UU = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-GCE = lambda pd, ro=False: {"name": "v", "gcePersistentDisk": {"pdName": pd, "readOnly": ro}}
-EBS = lambda vid, ro=False: {"name": "v", "awsElasticBlockStore": {"volumeID": vid, "readOnly": ro}}
-ISCSI = lambda iqn, ro=False: {"name": "v", "iscsi": {"targetPortal": "t:3260", "iqn": iqn, "readOnly": ro}}
-RBD = lambda mons, image, pool=None, ro=False: {"name": "v", "rbd": {"monitors": mons, "image": image, "readOnly": ro,
-                                                                      **({"pool": pool} if pool else {})}}
+
+
+def GCE(pd, ro=False):
+    return {"name": "v", "gcePersistentDisk": {"pdName": pd, "readOnly": ro}}
+
+
+def EBS(vid, ro=False):
+    return {"name": "v", "awsElasticBlockStore": {"volumeID": vid, "readOnly": ro}}
+
+
+def ISCSI(iqn, ro=False):
+    return {"name": "v", "iscsi": {"targetPortal": "t:3260", "iqn": iqn, "readOnly": ro}}
+
+
+def RBD(mons, image, pool=None, ro=False):
+    return {"name": "v", "rbd": {"monitors": mons, "image": image, "readOnly": ro,
+                                 **({"pool": pool} if pool else {})}}
+
 
 CASES = [
     ("The same GCE PD read-write conflicts.", GCE("d"), GCE("d"), U),
