@@ -99,7 +99,7 @@ def _append_docs(rows: list[dict], args: argparse.Namespace) -> None:
         f"### Run of {dt.date.today().isoformat()}: {args.time_limit:g} s per instance, seed {args.seed}, "
         f"{args.workers} CP-SAT worker(s)",
         "",
-        f"Machine: {_machine()}; one instance at a time. Command: "
+        f"Machine: {_machine()}; instances one after another. Command: "
         f"`.venv/bin/python benchmarks/bench_roadef.py --time-limit {args.time_limit:g}"
         f"{' --seed ' + str(args.seed) if args.seed else ''}`.",
         "",
