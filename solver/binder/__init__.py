@@ -216,17 +216,51 @@ def _is_pdb_refusal(f) -> bool:
         "disruption budget" in f.message.lower()
 
 
+def _wait_gone(core, victims: list[tuple[str, str, str | None]], timeout: float,
+               sleep: Callable[[float], None]) -> str | None:
+    """Poll until every victim (namespace, name, uid) is gone (404, or replaced by a pod with another uid).
+
+    kube-scheduler does not bind a preemptor while its victims are still terminating: it nominates the node
+    and binds in a later cycle, so the kubelet never sees the node over-committed. Returns None when all are
+    gone, else why not.
+    """
+    import json as _json
+
+    deadline = time.monotonic() + timeout
+    pending = list(victims)
+    while pending:
+        still = []
+        for ns, name, uid in pending:
+            try:
+                resp = core.read_namespaced_pod(name, ns, _preload_content=False)
+                body = _json.loads(resp.data or b"{}")
+                if uid is None or (body.get("metadata") or {}).get("uid") == uid:
+                    still.append((ns, name, uid))
+            except Exception as exc:  # ApiException: 404 means gone; anything else, keep waiting
+                if getattr(exc, "status", None) != 404:
+                    still.append((ns, name, uid))
+        pending = still
+        if pending and time.monotonic() >= deadline:
+            names = ", ".join(f"{ns}/{name}" for ns, name, _ in pending)
+            return f"victims still terminating after {timeout:g}s: {names}"
+        if pending:
+            sleep(0.2)
+    return None
+
+
 def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False, concurrency: int = 8,
                retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
-               should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+               should_stop: Callable[[], bool] | None = None, victim_timeout: float = 120.0) -> dict[str, Any]:
     """Evictions, then Bindings, through the API; one pod's failure never stops the others.
 
     A Binding answered 201 is `bound`. 409 (already bound, uid mismatch) is `conflict` and 404 (pod gone)
     `not-found`: reported, not counted as placed, and the capacity the plan held for the pod is listed as
     released. 429, 5xx and timeouts are retried (`RetryPolicy`) and then reported as `failed`. An eviction
     refused by a PodDisruptionBudget (429 with a DisruptionBudget cause) is `refused`; the Binding of the
-    pod that needed it is then `skipped`. `should_stop` is consulted only between the eviction phase and the
-    binding phase: once a window's bindings start they all finish, so nothing is left half-committed.
+    pod that needed it is then `skipped`. A preemptor is bound only once its victims are gone (up to
+    `victim_timeout` seconds; then its Binding is `skipped` and it stays pending for the next attempt).
+    `should_stop` is consulted only between the eviction phase and the binding phase: once a window's
+    bindings start they all finish, so nothing is left half-committed.
     """
     from .kube import api
 
@@ -283,9 +317,17 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
         evicted = list(pool.map(evict, evictions))
         outcomes.extend(evicted)
         blocked: dict[str, str] = {}
+        victims: dict[str, list[tuple[str, str, str | None]]] = {}
         for o in evicted:
             if o.result not in (EVICTED, GONE):
                 blocked.setdefault(o.extra["preemptor"], f"eviction of {o.pod} {o.result}: {o.message}".strip())
+            elif o.result == EVICTED and not dry_run:
+                victims.setdefault(o.extra["preemptor"], []).append((*_split(o.pod), _uid(index, o.pod)))
+        for preemptor, gone in victims.items():
+            if preemptor not in blocked:
+                why = _wait_gone(core, gone, victim_timeout, sleep)
+                if why is not None:
+                    blocked[preemptor] = why
         if should_stop is not None and should_stop():
             skipped = [Outcome("bind", p.pod, p.node, SKIPPED, 0, "stopping before the bindings started")
                        for p in bindings]

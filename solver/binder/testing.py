@@ -107,8 +107,12 @@ class _Selector:
 class FakeApiServer:
     """Start with `with FakeApiServer(objects) as api:`; `api.kubeconfig(tmp_path)` writes a kubeconfig."""
 
-    def __init__(self, objects: Iterable[dict[str, Any]] = (), *, token: str = "test-token") -> None:
+    def __init__(self, objects: Iterable[dict[str, Any]] = (), *, token: str = "test-token",
+                 termination_seconds: float = 0.0) -> None:
         self.token = token
+        # An evicted pod first gets a deletionTimestamp and is removed this many seconds later (its graceful
+        # termination, as the kubelet does it); 0 removes it at once.
+        self.termination_seconds = termination_seconds
         self.lock = threading.Condition()
         self.rv = 1000
         self.compacted = 0  # resourceVersions at or below this are gone (watch → 410)
@@ -220,6 +224,14 @@ class FakeApiServer:
             obj = self.store[resource].pop((namespace if namespaced else "", name))
             self._bump(resource, "DELETED", obj)
 
+    def finish_termination(self, namespace: str, name: str, uid: str | None) -> None:
+        """The kubelet has stopped an evicted pod: remove it (unless it is already gone or was replaced)."""
+        with self.lock:
+            obj = self.store["pods"].get((namespace, name))
+            if obj is not None and obj["metadata"].get("uid") == uid:
+                self.store["pods"].pop((namespace, name))
+                self._bump("pods", "DELETED", obj)
+
     def get(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
         resource = RESOURCE_OF_KIND[kind]
         namespaced = RESOURCES[resource][3]
@@ -277,6 +289,7 @@ class _QuietServer(ThreadingHTTPServer):
 
 _GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}  # Go's strconv.ParseBool (the Python client sends "True")
 _COLLECTION = re.compile(r"^(?P<prefix>/api/v1|/apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>[a-z]+)$")
+_ONE_POD = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$")
 _SUBRESOURCE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/(?P<sub>binding|eviction)$")
 
 
@@ -343,6 +356,16 @@ def _handler(api: FakeApiServer):
             if begun is None:
                 return
             path, query, _ = begun
+            one = _ONE_POD.match(path)
+            if one is not None:
+                with api.lock:
+                    pod = api.store["pods"].get((one.group("ns"), one.group("name")))
+                if pod is None:
+                    self._status(404, "NotFound", f'pods "{one.group("name")}" not found',
+                                 {"name": one.group("name"), "kind": "pods"})
+                else:
+                    self._send(200, pod)
+                return
             m = _COLLECTION.match(path)
             resource = m.group("res") if m else None
             if not m or resource not in RESOURCES or RESOURCES[resource][2] != m.group("prefix"):
@@ -564,7 +587,12 @@ def _handler(api: FakeApiServer):
                     if not dry:
                         pdb.setdefault("status", {})["disruptionsAllowed"] = allowed - 1
                         api._bump("poddisruptionbudgets", "MODIFIED", pdb)
-                if not dry:
+                if not dry and api.termination_seconds > 0:
+                    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+                    api._bump("pods", "MODIFIED", pod)
+                    uid = pod["metadata"].get("uid")
+                    threading.Timer(api.termination_seconds, api.finish_termination, args=(ns, name, uid)).start()
+                elif not dry:
                     api.store["pods"].pop((ns, name))
                     api._bump("pods", "DELETED", pod)
             self._status(201, "", "")

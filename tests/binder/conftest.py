@@ -11,8 +11,8 @@ def fake_api(tmp_path):
     """fake_api(objects) → a started FakeApiServer with `.kubeconfig_path`; stopped after the test."""
     servers: list[FakeApiServer] = []
 
-    def start(objects=()):
-        server = FakeApiServer(objects).start()
+    def start(objects=(), **options):
+        server = FakeApiServer(objects, **options).start()
         server.kubeconfig_path = server.kubeconfig(tmp_path)
         servers.append(server)
         return server

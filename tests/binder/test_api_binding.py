@@ -209,3 +209,41 @@ def test_an_unreachable_api_server_is_a_reported_failure_not_a_crash(tmp_path):
     client.close()
     [o] = summary["outcomes"]
     assert (o["result"], o["code"], o["attempts"]) == ("failed", 0, 4)
+
+
+def _preemption_case():
+    objects = [node("a"), pod("urgent"), pod("victim", node_name="a")]
+    plan = Plan("greedy", [Placement("default/urgent", "a", nominated=True)],
+                evictions=[Eviction("default/victim", "a", "default/urgent")])
+    return objects, plan
+
+
+def test_a_preemptor_is_bound_only_after_its_victim_has_terminated(fake_api):
+    objects, plan = _preemption_case()
+    api = fake_api(objects, termination_seconds=0.4)
+    index = compile_index(build_snapshot(*objects))
+    client = new_client(api.kubeconfig_path)
+    try:
+        summary = commit_api(plan, index, client, retry=FAST)
+    finally:
+        client.close()
+    assert [(o["step"], o["result"]) for o in summary["outcomes"]] == [("evict", "evicted"), ("bind", "bound")]
+    calls = [(c["method"], c["path"]) for c in api.calls()]
+    bind_at = calls.index(("POST", "/api/v1/namespaces/default/pods/urgent/binding"))
+    polls = [i for i, c in enumerate(calls) if c == ("GET", "/api/v1/namespaces/default/pods/victim")]
+    assert len(polls) >= 2 and max(polls) < bind_at  # it saw the victim terminating, then gone, then bound
+
+
+def test_a_preemptor_whose_victim_does_not_terminate_in_time_stays_unbound(fake_api):
+    objects, plan = _preemption_case()
+    api = fake_api(objects, termination_seconds=30)
+    index = compile_index(build_snapshot(*objects))
+    client = new_client(api.kubeconfig_path)
+    try:
+        summary = commit_api(plan, index, client, retry=FAST, victim_timeout=0.3)
+    finally:
+        client.close()
+    bind = summary["outcomes"][1]
+    assert (bind["step"], bind["result"]) == ("bind", "skipped")
+    assert "victims still terminating after 0.3s: default/victim" in bind["message"]
+    assert not api.calls("POST", "/api/v1/namespaces/default/pods/urgent/binding")
