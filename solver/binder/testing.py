@@ -591,7 +591,9 @@ def _handler(api: FakeApiServer):
                     pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
                     api._bump("pods", "MODIFIED", pod)
                     uid = pod["metadata"].get("uid")
-                    threading.Timer(api.termination_seconds, api.finish_termination, args=(ns, name, uid)).start()
+                    timer = threading.Timer(api.termination_seconds, api.finish_termination, args=(ns, name, uid))
+                    timer.daemon = True  # never keeps a test process alive
+                    timer.start()
                 elif not dry:
                     api.store["pods"].pop((ns, name))
                     api._bump("pods", "DELETED", pod)
