@@ -135,22 +135,42 @@ def inspect(state: tuple[str, ...], output: str, kubeconfig: str | None, context
         render_summary(summary)
 
 
-CONFIG_OPT = click.option(
-    "--config", "config_path", type=click.Path(dir_okay=False), default=None,
-    help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1). Default: kube's default profile.",
-)
+_POLICY_KEY = "kplace.policy_config_file"
+
+
+def _remember_policy(ctx: click.Context, _param, value: str | None) -> None:
+    ctx.meta[_POLICY_KEY] = value
+
+
+def CONFIG_OPT(f):
+    """`--config FILE` (KubeSchedulerConfiguration) and `--policy-config-file FILE` (legacy Policy)."""
+    f = click.option(
+        "--policy-config-file", type=click.Path(dir_okay=False), default=None, expose_value=False,
+        callback=_remember_policy,
+        help="Legacy scheduler Policy file (kind: Policy, predicates and priorities), translated to a profile.",
+    )(f)
+    return click.option(
+        "--config", "config_path", type=click.Path(dir_okay=False), default=None,
+        help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1). Default: kube's default profile.",
+    )(f)
+
+
+def resolve_config(config_path: str | None, embedded: dict | None = None):
+    """The SchedulerConfig from --config, or --policy-config-file, or the state's embedded one, or defaults."""
+    from .framework.config import load_config
+
+    ctx = click.get_current_context(silent=True)
+    policy = ctx.find_root().meta.get(_POLICY_KEY) if ctx is not None else None
+    return load_config(config_path, embedded, policy_path=policy)
 
 
 def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str | None = None,
                context: str | None = None):
-    """(ClusterIndex, SchedulerConfig) from state files or the live cluster, and --config."""
+    """(ClusterIndex, SchedulerConfig) from state files or the live cluster, and --config/--policy-config-file."""
     from kplace.models import compile_index
 
-    from .framework.config import load_config
-
     snapshot = load_snapshot(state, kubeconfig, context)
-    config = load_config(config_path, snapshot.scheduler_config)
-    return compile_index(snapshot), config
+    return compile_index(snapshot), resolve_config(config_path, snapshot.scheduler_config)
 
 
 @main.command()

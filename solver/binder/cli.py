@@ -6,7 +6,7 @@ import logging
 import sys
 
 import click
-from kplace.solver.cli import CONFIG_OPT, CONTEXT_OPT, KUBECONFIG_OPT, STATE_ARG, load_snapshot
+from kplace.solver.cli import CONFIG_OPT, CONTEXT_OPT, KUBECONFIG_OPT, STATE_ARG, load_snapshot, resolve_config
 
 _SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -160,15 +160,13 @@ def serve(state, kubeconfig, context, config_path, port, bind_address, tls_cert,
       kplace extender serve --kubeconfig ~/.kube/config --bind-address 0.0.0.0 --port 8888
       kplace extender serve state.json --kubeconfig kc --tls-cert tls.crt --tls-key tls.key
     """
-    from kplace.solver.framework.config import load_config
-
     from .extender import Extender, ExtenderOptions, ExtenderServer
 
     if bool(tls_cert) != bool(tls_key):
         raise click.UsageError("--tls-cert and --tls-key go together")
     _json_logging(log_level)
     snapshot = load_snapshot(state, kubeconfig, context)
-    config = load_config(config_path, snapshot.scheduler_config)
+    config = resolve_config(config_path, snapshot.scheduler_config)
     client = reload = None
     if kubeconfig:
         from .kube import new_client

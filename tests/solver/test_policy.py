@@ -80,3 +80,28 @@ def test_load_config_reads_a_policy_file_and_refuses_it_with_a_config(tmp_path):
     assert names(cfg.profiles["default-scheduler"], "filter") == ["NodeUnschedulable", "NodePorts", "TaintToleration"]
     with pytest.raises(ConfigError, match="cannot be used together"):
         load_config(str(f), policy_path=str(f))
+
+
+def test_a_policy_file_given_on_the_command_line_changes_the_profile(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+    from kplace.solver.cli import main
+    from kplace.solver.testing import node, pod
+
+    state = tmp_path / "state.json"
+    taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    state.write_text(json.dumps({"kind": "List", "items": [node("tainted", taints=taint), pod("p")]}))
+    policy = tmp_path / "policy.json"
+    # Only the resource predicate: without PodToleratesNodeTaints the taint would not matter, but kube's
+    # legacy translation always keeps TaintToleration and NodeUnschedulable on, so the pod stays pending.
+    policy.write_text(json.dumps({"kind": "Policy", "apiVersion": "v1", "predicates": [{"name": "PodFitsResources"}],
+                                  "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]}))
+    out = CliRunner().invoke(main, ["schedule", str(state), "--engine", "greedy", "--policy-config-file", str(policy),
+                                    "-O", "json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["placements"][0]["node"] is None
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "Policy", "predicates": [{"name": "NoSuchPredicate"}]}))
+    out = CliRunner().invoke(main, ["schedule", str(state), "--policy-config-file", str(bad)])
+    assert out.exit_code == 2 and "NoSuchPredicate" in out.output and "Traceback" not in out.output
