@@ -131,24 +131,27 @@ class GreedyScheduler:
         if not profile.at("score"):
             want = 1
         start = self.next_start % n
-        walk = np.concatenate([nodes[start:], nodes[:start]])
-        chunk = max(2 * want, 256)
+        walk = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
+        # Filter results are per node and independent of the batch, so the chunking only affects speed: the
+        # first chunk is exactly `want` (enough when every node fits), later ones sized by the feasible share.
+        chunk = want
         feasible_parts, outcomes, done, found = [], [], 0, 0
         while done < n and found < want:
             part = walk[done : done + chunk]
             out = run_filters(profile, self.state, pod, cycle, part, skipped)
-            ok = part[out.code == 0]
-            if found + len(ok) >= want:
-                ok = ok[: want - found]
-                last = int(np.flatnonzero(part == ok[-1])[0])
-                processed_here = last + 1
+            ok_pos = np.flatnonzero(out.code == 0)
+            if found + len(ok_pos) >= want:
+                ok_pos = ok_pos[: want - found]
+                processed_here = int(ok_pos[-1]) + 1
             else:
                 processed_here = len(part)
-            feasible_parts.append(ok)
+            feasible_parts.append(part[ok_pos])
             outcomes.append((out, processed_here))
-            found += len(ok)
+            found += len(ok_pos)
             done += processed_here
-            chunk *= 2
+            if found < want:
+                need = want - found
+                chunk = max(256, 2 * need * done // found if found else 4 * chunk)
         feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
         merged = _merge_outcomes(outcomes)
         return feasible, merged, done
@@ -273,8 +276,22 @@ def _merge_outcomes(outcomes: list[tuple[FilterOutcome, int]]) -> FilterOutcome 
     """Concatenate per-chunk outcomes, keeping only the nodes actually evaluated."""
     if not outcomes:
         return None
-    if len(outcomes) == 1 and outcomes[0][1] == len(outcomes[0][0].nodes):
-        return outcomes[0][0]
+    if len(outcomes) == 1:
+        out, k = outcomes[0]
+        if k == len(out.nodes):
+            return out
+        from .framework.plugin import FilterResult
+
+        results = {}
+        for name, r in out.results.items():  # as the general merge below: reasons sorted and merged by text
+            texts = sorted({t for t, _ in r.reasons})
+            if len(texts) == len(r.reasons):
+                reasons = [(t, m[:k]) for t, m in sorted(r.reasons, key=lambda tm: tm[0])]
+            else:
+                reasons = [(t, np.logical_or.reduce([m[:k] for u, m in r.reasons if u == t])) for t in texts]
+            results[name] = FilterResult(r.code[:k], reasons)
+        return FilterOutcome(nodes=out.nodes[:k], code=out.code[:k], plugin=out.plugin[:k], plugins=out.plugins,
+                             results=results)
     from .framework.plugin import FilterResult
 
     names = outcomes[0][0].plugins

@@ -98,13 +98,17 @@ def run_filters(
             continue
         if len(alive) == 0:
             break
-        res = plugin.filter(state, pod, cycle, nodes[alive])
-        full = FilterResult(np.zeros(len(nodes), dtype=np.int8))
-        full.code[alive] = res.code
-        for text, mask in res.reasons:
-            m = np.zeros(len(nodes), dtype=bool)
-            m[alive] = mask
-            full.reasons.append((text, m))
+        if len(alive) == len(nodes):  # nothing failed yet: the plugin's answer is already over `nodes`
+            res = plugin.filter(state, pod, cycle, nodes)
+            full = FilterResult(res.code.astype(np.int8), [(t, np.asarray(m, dtype=bool)) for t, m in res.reasons])
+        else:
+            res = plugin.filter(state, pod, cycle, nodes[alive])
+            full = FilterResult(np.zeros(len(nodes), dtype=np.int8))
+            full.code[alive] = res.code
+            for text, mask in res.reasons:
+                m = np.zeros(len(nodes), dtype=bool)
+                m[alive] = mask
+                full.reasons.append((text, m))
         results[plugin.name] = full
         failed = res.code != 0
         if failed.any():

@@ -122,6 +122,10 @@ def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[Pod
 def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int) -> Candidate | None:
     state = sched.state
     lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
+    if not lower:
+        # Nothing to remove: the state is the one the Filter pass just rejected this node in, so the pod
+        # cannot fit and there are no victims (kube's selectVictimsOnNode would re-run the filters to learn so).
+        return None
     for p in lower:
         state.forget(p)
     try:

@@ -68,5 +68,7 @@ def sum_image_scores(index: ClusterIndex, images: list[str], nodes: np.ndarray) 
 def calculate_priority(sums: np.ndarray, num_containers: int) -> np.ndarray:
     """Clamp to [23 MiB, 1000 MiB · num_containers] and scale to 0..100."""
     hi = MAX_CONTAINER_THRESHOLD * num_containers
+    if num_containers > 0 and not sums.any():  # no image anywhere: every node clamps to the minimum, score 0
+        return np.zeros(len(sums), dtype=np.int64)
     clamped = np.where(sums < MIN_THRESHOLD, MIN_THRESHOLD, np.where(sums > hi, hi, sums))
     return go_div(100 * (clamped - MIN_THRESHOLD), hi - MIN_THRESHOLD)
