@@ -93,13 +93,46 @@ def matching_pdbs(index: ClusterIndex, pod: PodInfo) -> list[int]:
     return out
 
 
-def _fits(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int) -> bool:
-    cycle = CycleState()
-    pre = run_pre_filter(profile, sched.state, pod, cycle)
-    if pre.code != Code.SUCCESS or (pre.nodes is not None and node not in pre.nodes):
-        return False
-    out = run_filters(profile, sched.state, pod, cycle, np.array([node], dtype=np.int64), pre.skipped)
-    return bool(out.code[0] == 0)
+# Plugins whose PreFilter reads other pods: with any of them active, removing or adding a victim changes
+# the PreFilter state, which kube updates through AddPod/RemovePod and kplace recomputes.
+STATE_DEPENDENT_PREFILTER = {"InterPodAffinity", "PodTopologySpread", "VolumeRestrictions", "VolumeBinding",
+                             "NodeVolumeLimits"}
+
+
+class _Fits:
+    """Does the preemptor pass the filters on a node in the current (victim-adjusted) state?
+
+    When every PreFilter that reads other pods is skipped for this pod, the PreFilter result does not depend
+    on which victims are removed, so it is computed once; Filters always read the live state."""
+
+    def __init__(self, sched: GreedyScheduler, profile: Profile, pod: PodInfo) -> None:
+        self.sched, self.profile, self.pod = sched, profile, pod
+        self.cycle = CycleState()
+        self.pre = run_pre_filter(profile, sched.state, pod, self.cycle)
+        active = {p.name for p in profile.at("preFilter")} - self.pre.skipped
+        self.reuse = not (active & STATE_DEPENDENT_PREFILTER)
+
+    def __call__(self, node: int) -> bool:
+        if self.reuse:
+            cycle, pre = self.cycle, self.pre
+        else:
+            cycle = CycleState()
+            pre = run_pre_filter(self.profile, self.sched.state, self.pod, cycle)
+        if pre.code != Code.SUCCESS or (pre.nodes is not None and node not in pre.nodes):
+            return False
+        out = run_filters(self.profile, self.sched.state, self.pod, cycle, np.array([node], dtype=np.int64),
+                          pre.skipped)
+        return bool(out.code[0] == 0)
+
+
+def _could_fit_without(sched: GreedyScheduler, pod: PodInfo, node: int, lower: list[PodInfo]) -> bool:
+    """A necessary condition, cheap: with every lower-priority pod gone, the requests and pod slot fit."""
+    index, state = sched.index, sched.state
+    freed = index.pod_req[[p.idx for p in lower]].sum(axis=0)
+    free = index.alloc[node] - state.requested[node] + freed
+    req = index.pod_req[pod.idx]
+    slots = index.max_pods[node] - state.pod_count[node] + len(lower)
+    return bool(slots >= 1 and np.all((req <= 0) | (req <= free)))
 
 
 def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
@@ -119,17 +152,21 @@ def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[Pod
     return violating, ok
 
 
-def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int) -> Candidate | None:
+def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int,
+                   fits: _Fits | None = None) -> Candidate | None:
     state = sched.state
     lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
     if not lower:
         # Nothing to remove: the state is the one the Filter pass just rejected this node in, so the pod
         # cannot fit and there are no victims (kube's selectVictimsOnNode would re-run the filters to learn so).
         return None
+    if not _could_fit_without(sched, pod, node, lower):
+        return None  # the resources could not fit even with every lower-priority pod gone
+    fits = fits or _Fits(sched, profile, pod)
     for p in lower:
         state.forget(p)
     try:
-        if not _fits(sched, profile, pod, node):
+        if not fits(node):
             return None
         lower.sort(key=lambda p: (-p.priority, start_time(p)))
         violating, ok = _split_by_pdb(sched, lower)
@@ -138,7 +175,9 @@ def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node:
         for group, is_violating in ((violating, True), (ok, False)):
             for p in group:
                 state.assume(p, node)
-                if _fits(sched, profile, pod, node):
+                # Adding p back: if the requests no longer fit, NodeResourcesFit rejects for sure, so p is a
+                # victim without running the filters; otherwise the filters decide.
+                if _could_fit_without(sched, pod, node, []) and fits(node):
                     continue
                 state.forget(p)
                 victims.append(p)
@@ -173,11 +212,12 @@ def preempt(
     n = len(potential)
     want = min(n, max(n * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
     offset = int(sched.rng.integers(n)) if sched.tie_break == "random" else 0
+    fits = _Fits(sched, profile, pod)
     candidates: list[Candidate] = []
     non_violating = 0
     for k in range(n):
         node = potential[(offset + k) % n]
-        cand = select_victims(sched, profile, pod, node)
+        cand = select_victims(sched, profile, pod, node, fits)
         if cand is None or not cand.victims:
             statuses[NO_VICTIMS] += 1
             continue
