@@ -20,7 +20,7 @@ from typing import Any
 from kplace.models.io import _add, _documents, _objects
 from kplace.models.k8s import K8s, Pod
 from kplace.models.requests import pod_requests
-from kplace.models.selectors import node_term_matches
+from kplace.models.selectors import required_node_affinity_matches
 from kplace.models.snapshot import ClusterSnapshot, finalize
 from kplace.models.tolerations import tolerated_by_any
 from kplace.models.workloads import expand_workloads, pinned_node
@@ -84,12 +84,8 @@ def _snapshot(objects: list[dict[str, Any]]) -> ClusterSnapshot:
 
 def _fits_statically(pod: Pod, node) -> bool:
     """nodeSelector, required node affinity and NoSchedule/NoExecute taints (enough to pre-bind system pods)."""
-    spec, labels, name = pod.spec, node.metadata.labels, node.metadata.name
-    if any(labels.get(k) != v for k, v in spec.node_selector.items()):
-        return False
-    na = spec.affinity.node_affinity if spec.affinity else None
-    req = na.required_during_scheduling_ignored_during_execution if na else None
-    if req is not None and not any(node_term_matches(t, labels, name) for t in req.node_selector_terms):
+    spec = pod.spec
+    if not required_node_affinity_matches(spec, node.metadata.labels, node.metadata.name):
         return False
     return all(tolerated_by_any(spec.tolerations, t) for t in node.spec.taints if t.effect != "PreferNoSchedule")
 

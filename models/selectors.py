@@ -83,6 +83,16 @@ def node_term_matches(term: NodeSelectorTerm, labels: Mapping[str, str], node_na
     return True
 
 
+def required_node_affinity_matches(spec, labels: Mapping[str, str], node_name: str) -> bool:
+    """kube's RequiredNodeAffinity for a pod spec: every nodeSelector pair, and (when set) some required
+    node affinity term, match the node."""
+    if any(labels.get(k) != v for k, v in spec.node_selector.items()):
+        return False
+    na = spec.affinity.node_affinity if spec.affinity else None
+    req = na.required_during_scheduling_ignored_during_execution if na else None
+    return req is None or any(node_term_matches(t, labels, node_name) for t in req.node_selector_terms)
+
+
 class Selector:
     """A compiled, hashable label selector (`None` selector → matches nothing, empty → everything).
 

@@ -30,7 +30,7 @@ from .k8s import (
     Toleration,
     Workload,
 )
-from .selectors import node_term_matches, selector_matches
+from .selectors import required_node_affinity_matches, selector_matches
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet (no vowels, no 0/1/3)
 _API_VERSION = {
@@ -115,12 +115,7 @@ def pinned_node(pod: Pod) -> str:
 
 def _daemon_node_ok(w: Workload, labels: dict[str, str], name: str, taints: list[Taint],
                     tolerations: list[Toleration]) -> bool:
-    spec = w.spec.template.spec
-    if any(labels.get(k) != v for k, v in spec.node_selector.items()):
-        return False
-    na = spec.affinity.node_affinity if spec.affinity else None
-    req = na.required_during_scheduling_ignored_during_execution if na else None
-    if req is not None and not any(node_term_matches(t, labels, name) for t in req.node_selector_terms):
+    if not required_node_affinity_matches(w.spec.template.spec, labels, name):
         return False
     from .tolerations import tolerates  # local: avoids a cycle at import time
 
