@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+DYNAMIC = "(dynamic)"
+"""A `volume_bindings` value: the claim is dynamically provisioned on the placement's node (no PV chosen)."""
+
 
 @dataclass
 class Placement:

@@ -3,7 +3,8 @@
 Two pods are identical to the scheduler when everything any plugin reads is equal: namespace, priority,
 scheduler, requests (actual and non-zero), host ports, tolerations, node selector, affinity, spread
 constraints, images, volumes — and their values for every label key that some selector in the state
-refers to. Labels no selector reads (a StatefulSet's `pod-name`, say) do not split a group.
+refers to. Labels no selector reads (a StatefulSet's `pod-name`, say) do not split a group. Pods with generic
+ephemeral volumes each own a claim, so each is a group of its own.
 """
 
 from __future__ import annotations
@@ -82,9 +83,12 @@ def group_key(index: ClusterIndex, pod: PodInfo, keys: frozenset[str]) -> tuple:
         sort_keys=True,
         default=str,
     )
+    # Generic ephemeral volumes give each pod its own claim (`<pod>-<volume>`): such pods are never identical.
+    own_claims = tuple(f"{pod.name}-{v.name}" for v in spec.volumes if v.ephemeral is not None)
     return (
         pod.namespace,
         pod.priority,
+        own_claims,
         tuple(index.pod_req[pod.idx].tolist()),
         tuple(index.pod_nonzero[pod.idx].tolist()),
         tuple(sorted(pod.host_ports)),

@@ -35,7 +35,15 @@ from ..framework.plugin import CycleState
 from ..framework.runtime import count_reasons, fit_error_message, run_filters, run_pre_filter
 from ..framework.state import ClusterState
 from ..greedy import GreedyScheduler, unimplemented_warnings
-from .constraints import add_affinity, add_anti_affinity, add_capacity, add_host_ports, add_spread, rule_edges
+from .constraints import (
+    add_affinity,
+    add_anti_affinity,
+    add_capacity,
+    add_host_ports,
+    add_spread,
+    add_volumes,
+    rule_edges,
+)
 from .domains import GroupDomain, group_domain
 from .groups import GroupMatcher, PodGroup, group_pods
 from .objective import Stage, objective_stages
@@ -75,6 +83,7 @@ class ComponentResult:
     greedy_objective: float
     stages: list[dict[str, Any]] = field(default_factory=list)
     ok: bool = True
+    volumes: dict[str, str] = field(default_factory=dict)  # claim key → PV name or "(dynamic)" chosen by the model
 
 
 def _greedy_counts(groups: list[PodGroup], state: ClusterState) -> dict[int, dict[int, int]]:
@@ -152,8 +161,8 @@ class CpsatScheduler:
         return solver
 
     def _solve_component(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
-                         scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]], seconds: float
-                         ) -> ComponentResult:
+                         scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]], seconds: float,
+                         volume_hint: dict[str, str] | None = None) -> ComponentResult:
         model = cp_model.CpModel()
         v = Variables(model, self.state, groups, scope)
         match = GroupMatcher(self.index, groups)
@@ -163,8 +172,11 @@ class CpsatScheduler:
         add_affinity(v, groups, match)
         defaults = self._spread_defaults(self._profile(groups[0].rep))
         add_spread(v, groups, match, defaults)
+        claims = add_volumes(v, groups, lambda g: (p.name for p in self._profile(g.rep).at("filter")),
+                             volume_hint or {})
         stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective)
         v.add_hint(hint)
+        volumes = claims.derive(hint) if claims.derive else {}
         started = time.perf_counter()
         counts = hint
         optimal, info = True, []
@@ -196,6 +208,7 @@ class CpsatScheduler:
             optimal &= status == cp_model.OPTIMAL
             counts = {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
                       for g in groups}
+            volumes = claims.read(solver.value)
             objective, bound = float(value), float(solver.best_objective_bound)
             greedy_obj = float(stage.evaluate(hint))
             info.append({"stage": stage.name, "status": solver.status_name(status), "objective": value,
@@ -203,7 +216,7 @@ class CpsatScheduler:
             if k < len(stages) - 1:
                 model.add(stage.expr >= value) if stage.maximize else model.add(stage.expr <= value)
                 v.add_hint(counts)
-        return ComponentResult(counts, optimal, objective, bound, greedy_obj, info)
+        return ComponentResult(counts, optimal, objective, bound, greedy_obj, info, volumes=volumes)
 
     # --- one window -------------------------------------------------------------------------------
 
@@ -223,12 +236,14 @@ class CpsatScheduler:
 
         groups = group_pods(self.index, pods)
         hint = _greedy_counts(groups, greedy_state)
+        volume_hint = {k: pv for a in hint_attempts.values() for k, pv in a.volume_bindings.items()}
         domains = {g.gid: group_domain(self._profile(g.rep), self.state, g) for g in groups}
         scope = {g.gid: self._scope(g, domains[g.gid], hint[g.gid]) for g in groups}
         comps = self._components(groups, scope, GroupMatcher(self.index, groups))
         sizes = [sum(len(scope[g.gid]) for g in c) + 1 for c in comps]
         budget = max(0.05, seconds - (time.perf_counter() - started))
         counts: dict[int, dict[int, int]] = {}
+        volumes: dict[str, str] = {}
         optimal, ok = True, True
         objective = bound = greedy_obj = 0.0
         stages: list[dict[str, Any]] = []
@@ -238,19 +253,21 @@ class CpsatScheduler:
                 continue
             comp_budget = budget * size / sum(sizes)
             comp_started = time.perf_counter()
-            res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp}, comp_budget)
+            res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp}, comp_budget,
+                                        volume_hint)
             left = comp_budget - (time.perf_counter() - comp_started)
             scoped = [g for g in comp if len(scope[g.gid]) < len(domains[g.gid].nodes)]
             unplaced = any(sum(res.counts.get(g.gid, {}).values()) < g.size for g in comp)
             if res.ok and scoped and unplaced and left > 0.1:
                 # the scoped model left pods out: retry once with full domains, from the scoped plan
                 full = {g.gid: domains[g.gid].nodes if g in scoped else scope[g.gid] for g in comp}
-                retry = self._solve_component(comp, domains, full, res.counts, left)
+                retry = self._solve_component(comp, domains, full, res.counts, left, {**volume_hint, **res.volumes})
                 if retry.ok:
                     retry.stages = [*res.stages, *({**s, "stage": s["stage"] + " (full domains)"}
                                                    for s in retry.stages)]
                     res = retry
             counts.update(res.counts)
+            volumes.update(res.volumes)
             optimal &= res.optimal
             ok &= res.ok
             objective += res.objective
@@ -267,17 +284,19 @@ class CpsatScheduler:
             self.state = fallback_state
             status = "FALLBACK"
             placements = self._placements(pods, {p.idx: fallback_attempts[p.idx].node for p in pods},
-                                          {p.idx: fallback_attempts[p.idx] for p in pods})
+                                          {p.idx: fallback_attempts[p.idx] for p in pods},
+                                          {p.idx: fallback_attempts[p.idx].volume_bindings for p in pods})
             for p in pods:
                 for victim, violates in fallback_attempts[p.idx].evictions:
                     evictions.append((victim, p, violates))
         else:
-            for g in groups:
-                for p in g.pods:
-                    if cpsat_nodes[p.idx] is not None:
-                        self.state.assume(p, cpsat_nodes[p.idx])
+            bindings: dict[int, dict[str, str]] = {}
+            for p in pods:  # queue order: the first pod of a claim reports its binding, as in greedy plans
+                if cpsat_nodes[p.idx] is not None:
+                    self.state.assume(p, cpsat_nodes[p.idx])
+                    bindings[p.idx] = self._reserve(p, cpsat_nodes[p.idx], volumes)
             status = "OPTIMAL" if optimal else "FEASIBLE"
-            placements = self._placements(pods, cpsat_nodes, {})
+            placements = self._placements(pods, cpsat_nodes, {}, bindings)
         window.update({"status": status, "objective": objective, "bound": bound, "greedy_objective": greedy_obj,
                        "seconds": round(time.perf_counter() - started, 4), "stages": stages})
         return window, placements, evictions
@@ -293,14 +312,37 @@ class CpsatScheduler:
                 out[p.idx] = slots[i] if i < len(slots) else None
         return out
 
-    def _placements(self, pods: list[PodInfo], nodes: dict[int, int | None], attempts: dict) -> list[Placement]:
+    def _reserve(self, pod: PodInfo, node: int, volumes: dict[str, str]) -> dict[str, str]:
+        """VolumeBinding's Reserve after `assume`, with the PVs (and provisioning nodes) the model chose: they are
+        recorded first, then `reserve` records the rest as kube would; {claim key: PV name or DYNAMIC} of the
+        claims this pod binds."""
+        from ..framework.state import pod_pvc_keys
+        from ..plugins.volumebinding import reserve
+        from ..plugins.volumebinding.claims import DYNAMIC
+
+        if not pod.pod.spec.volumes or not any(p.name == "VolumeBinding" for p in self._profile(pod).at("filter")):
+            return {}
+        name, out = self.index.node_names[node], {}
+        for key in pod_pvc_keys(pod.pod):
+            what = volumes.get(key)
+            if what == DYNAMIC and self.state.pvc_selected_node.get(key) is None:
+                self.state.pvc_selected_node[key] = name
+                out[key] = what
+            elif what is not None and what != DYNAMIC and what not in self.state.pv_claims:
+                self.state.pv_claims[what] = key
+                out[key] = what
+        return {**out, **reserve(self.state, pod, node)}
+
+    def _placements(self, pods: list[PodInfo], nodes: dict[int, int | None], attempts: dict,
+                    bindings: dict[int, dict[str, str]] | None = None) -> list[Placement]:
         names = self.index.node_names
         out = []
         for p in pods:
             n = nodes[p.idx]
             if n is not None:
                 a = attempts.get(p.idx)
-                out.append(Placement(p.key, names[n], None, p.priority, bool(a and a.nominated)))
+                out.append(Placement(p.key, names[n], None, p.priority, bool(a and a.nominated),
+                                     dict((bindings or {}).get(p.idx, {}))))
             else:
                 a = attempts.get(p.idx)
                 out.append(Placement(p.key, None, a.reason if a else None, p.priority))
