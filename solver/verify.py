@@ -22,17 +22,28 @@ Checks:
    exhaustive, for rules that binding can make worse (spread skew, the first-pod rule). A preemptor's victims
    leave the state when the preemptor binds (as kube's preemption does), so pods bound earlier saw them.
    Per pod, in kube's filter order: SchedulingGates, NodeUnschedulable, NodeName, TaintToleration,
-   NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread (DoNotSchedule), InterPodAffinity (required
-   affinity with the first-pod rule, required anti-affinity both ways).
+   NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions (inline GCE PD / EBS / iSCSI / RBD volumes
+   mounted read-write by a pod on the node; a ReadWriteOncePod claim another placed pod uses), NodeVolumeLimits
+   (per CSI driver, unique volumes attached on the node plus the pod's new ones within the CSINode's
+   `allocatable.count`), VolumeBinding (claims bound in the state: their PV's node affinity; claims the plan
+   binds: the PV's node affinity, or for `(dynamic)` the class's allowedTopologies, and every user of a claim
+   where its first user's binding allows — one node for a local or provisioned volume; any other unbound claim
+   fails), VolumeZone (bound PVs' zone/region labels), PodTopologySpread (DoNotSchedule), InterPodAffinity
+   (required affinity with the first-pod rule, required anti-affinity both ways).
+4. Volume bindings (`Placement.volume_bindings`), once: each names a claim of its pod that is an unbound
+   WaitForFirstConsumer claim, bound by one placement only, to `(dynamic)` (a class that provisions) or to an
+   existing PV that serves no other claim and matches it (capacity, volume mode, not being deleted, and unless
+   its claimRef already names the claim: Available, the claim's class, selector, access modes and
+   VolumeAttributesClass).
 
-Not checked: volumes (VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits are not implemented by
-kplace, so pods that need them are not checked for volumes), DynamicResources, and anything a custom
+Not checked: DynamicResources, storage capacity for provisioning, and anything a custom
 KubeSchedulerConfiguration changes (disabled filters, ignoredResources, hard default spread constraints): the
 verifier always applies kube's default profile.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -42,8 +53,18 @@ from typing import Any
 
 from kplace.models.errors import InputError
 from kplace.models.index import ClusterIndex
-from kplace.models.k8s import LabelSelector, LabelSelectorRequirement, Node, Pod, PodAffinityTerm, Taint
-from kplace.models.plan import Eviction, Placement, Plan
+from kplace.models.k8s import (
+    LabelSelector,
+    LabelSelectorRequirement,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    PodAffinityTerm,
+    Taint,
+    Volume,
+)
+from kplace.models.plan import DYNAMIC, Eviction, Placement, Plan
 from kplace.models.quantity import canonical
 from kplace.models.requests import host_ports, pod_requests
 from kplace.models.selectors import Selector, node_term_matches, selector_matches
@@ -106,7 +127,11 @@ def load_plan(path: str | Path) -> Plan:
         _want(reason is None or isinstance(reason, str), src, f"{at}.reason", "must be a string or null")
         nominated = p.get("nominated", False)
         _want(isinstance(nominated, bool), src, f"{at}.nominated", "must be true or false")
-        plan.placements.append(Placement(pod, node, reason, 0, nominated))
+        vb = p.get("volume_bindings", {})
+        _want(isinstance(vb, dict) and all(isinstance(k, str) and "/" in k and isinstance(v, str) and v
+                                           for k, v in vb.items()), src, f"{at}.volume_bindings",
+              "must map claims `namespace/name` to a PV name or \"(dynamic)\"")
+        plan.placements.append(Placement(pod, node, reason, 0, nominated, dict(vb)))
     raw = data.get("evictions", [])
     _want(isinstance(raw, list), src, "evictions", "must be a list")
     for i, e in enumerate(raw):
@@ -215,6 +240,344 @@ class _Count:
                 self.low += 1
 
 
+# --- volumes --------------------------------------------------------------------------------------
+
+
+ANN_CLASS = "volume.beta.kubernetes.io/storage-class"
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+RWOP = "ReadWriteOncePod"
+ATTACH_PREFIX = "attachable-volumes-csi-"
+MIGRATED = {"kubernetes.io/aws-ebs": "ebs.csi.aws.com", "kubernetes.io/gce-pd": "pd.csi.storage.gke.io"}
+ZONE_KEYS = ("failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+             "topology.kubernetes.io/zone", "topology.kubernetes.io/region")
+
+
+def _class_of(obj: PersistentVolumeClaim | PersistentVolume) -> str:
+    ann = obj.metadata.annotations.get(ANN_CLASS)
+    return ann if ann is not None else (obj.spec.storage_class_name or "")
+
+
+def _storage(q) -> int:
+    return int(q) if q is not None else 0
+
+
+def _pv_allows(pv: PersistentVolume, labels: dict[str, str]) -> bool:
+    """The PV's required node affinity against the node's labels (no affinity: every node)."""
+    req = (pv.spec.node_affinity or {}).get("required")
+    return req is None or any(node_term_matches(t, labels, "") for t in req.node_selector_terms)
+
+
+def _limit_key(driver: str) -> str:
+    if len(ATTACH_PREFIX) + len(driver) < 63:
+        return ATTACH_PREFIX + driver
+    return ATTACH_PREFIX + driver[:23] + hashlib.sha1(driver.encode()).hexdigest()[:16]
+
+
+def _disks_conflict(a: Volume, b: Volume) -> bool:
+    """Two inline volumes that one node cannot mount for two pods (NoDiskConflict)."""
+    if a.gce_persistent_disk and b.gce_persistent_disk:
+        x, y = a.gce_persistent_disk, b.gce_persistent_disk
+        return x.pd_name == y.pd_name and not (x.read_only and y.read_only)
+    if a.aws_elastic_block_store and b.aws_elastic_block_store:
+        return a.aws_elastic_block_store.volume_id == b.aws_elastic_block_store.volume_id
+    if a.iscsi and b.iscsi:
+        return a.iscsi.iqn == b.iscsi.iqn and not (a.iscsi.read_only and b.iscsi.read_only)
+    if a.rbd and b.rbd:
+        x, y = a.rbd, b.rbd
+        return bool(set(x.monitors) & set(y.monitors)) and (x.pool, x.image) == (y.pool, y.image) \
+            and not (x.read_only and y.read_only)
+    return False
+
+
+class _Volumes:
+    """The four volume filters over the replay's state, plus the plan's claim bindings.
+
+    A claim of a placed pod is either fully bound in the state (its PV's node affinity must hold), or a
+    WaitForFirstConsumer claim without a volume that the plan binds (`volume_bindings`: a PV, or `(dynamic)`
+    for provisioning on the node): the first pod of the replay that uses it binds it there; later users need
+    the PV's affinity (a local PV: the same node) or, provisioned, the same node. Any other unbound claim
+    keeps the pod out, as kube does ("unbound immediate").
+    """
+
+    def __init__(self, index: ClusterIndex, labels: list[dict[str, str]], names: list[str]) -> None:
+        snap = index.snapshot
+        self.labels, self.names = labels, names
+        self.pvcs = {f"{c.metadata.namespace}/{c.metadata.name}": c for c in snap.pvcs}
+        self.pvs = {pv.metadata.name: pv for pv in snap.pvs}
+        self.classes = {sc.metadata.name: sc for sc in snap.storage_classes}
+        csinodes = {c.metadata.name: c for c in snap.csinodes}
+        self.csinode = [csinodes.get(name) for name in names]
+        marked = sorted((sc for sc in snap.storage_classes if "true" in (
+            sc.metadata.annotations.get("storageclass.kubernetes.io/is-default-class"),
+            sc.metadata.annotations.get("storageclass.beta.kubernetes.io/is-default-class"))),
+            key=lambda sc: (-(sc.metadata.creation_timestamp.timestamp() if sc.metadata.creation_timestamp else 0),
+                            sc.metadata.name))
+        self.default_class = marked[0].metadata.name if marked else None
+        self.taken = {c.spec.volume_name: k for k, c in self.pvcs.items() if c.spec.volume_name}
+        self.bindings: dict[str, str] = {}  # claim → PV or DYNAMIC, from the plan
+        self.limits: dict[int, dict[str, int]] = {}
+        self.limit_key: dict[str, str] = {}  # attachable volume → its driver's limit key
+        self.reset()
+
+    def reset(self) -> None:
+        self.users: Counter[str] = Counter()  # claim → pods on nodes using it
+        self.attached: list[Counter[str]] = [Counter() for _ in self.names]  # node → volume handle → pods
+        self.claim_node: dict[str, int] = {}  # delayed claim → node of its first user in the replay
+
+    # --- a pod's claims -------------------------------------------------------------------------------
+
+    def claims(self, pod: Pod) -> list[tuple[Volume, str, PersistentVolumeClaim | None]]:
+        """(volume, claim key, claim) for each PVC-backed volume: PVC sources and generic ephemeral volumes
+        (a pending pod's missing ephemeral claim is the one the ephemeral volume controller would create)."""
+        ns, out = pod.metadata.namespace, []
+        for v in pod.spec.volumes:
+            if v.persistent_volume_claim is not None:
+                key = f"{ns}/{v.persistent_volume_claim.claim_name}"
+                out.append((v, key, self.pvcs.get(key)))
+            elif v.ephemeral is not None:
+                key = f"{ns}/{pod.metadata.name}-{v.name}"
+                pvc = self.pvcs.get(key)
+                if pvc is None and not pod.spec.node_name:
+                    tmpl = v.ephemeral.volume_claim_template or {}
+                    pvc = PersistentVolumeClaim.model_validate({"metadata": {"name": key.split("/", 1)[1],
+                                                                             "namespace": ns},
+                                                                "spec": tmpl.get("spec") or {}})
+                    if pvc.spec.storage_class_name is None:
+                        pvc.spec.storage_class_name = self.default_class
+                elif pvc is not None and not any(o.controller and o.kind == "Pod" and o.name == pod.metadata.name
+                                                 for o in pvc.metadata.owner_references):
+                    pvc = None
+                out.append((v, key, pvc))
+        return out
+
+    @staticmethod
+    def fully_bound(pvc: PersistentVolumeClaim) -> bool:
+        return bool(pvc.spec.volume_name) and (ANN_BIND_COMPLETED in pvc.metadata.annotations
+                                               or pvc.status.get("phase") == "Bound")
+
+    def delayed(self, pvc: PersistentVolumeClaim) -> bool:
+        sc = self.classes.get(_class_of(pvc))
+        return sc is not None and sc.volume_binding_mode == "WaitForFirstConsumer" and not pvc.spec.volume_name
+
+    # --- the plan's bindings, checked once ------------------------------------------------------------
+
+    def pv_mismatch(self, key: str, pvc: PersistentVolumeClaim, pv: PersistentVolume) -> str | None:
+        """Why `pv` cannot be bound to claim `key`, or None."""
+        ref = pv.spec.claim_ref or {}
+        ns, _, name = key.partition("/")
+        mine = ref.get("name") == name and ref.get("namespace") == ns and \
+            (not ref.get("uid") or ref.get("uid") == (pvc.metadata.uid or ""))
+        if ref and not mine:
+            return f"it is bound to claim {ref.get('namespace')}/{ref.get('name')}"
+        if self.taken.get(pv.metadata.name, key) != key:
+            return f"claim {self.taken[pv.metadata.name]} names it as its volume"
+        if pv.metadata.deletion_timestamp is not None:
+            return "it is being deleted"
+        if _storage(pv.spec.capacity.get("storage")) < _storage(pvc.spec.resources.requests.get("storage")):
+            return "its capacity is smaller than the claim's request"
+        if (pv.spec.volume_mode or "Filesystem") != (pvc.spec.volume_mode or "Filesystem"):
+            return "its volume mode differs from the claim's"
+        if mine:
+            return None
+        if pv.status.get("phase", "Available") != "Available":
+            return f"it is {pv.status.get('phase')}, not Available"
+        if _class_of(pv) != _class_of(pvc):
+            return f"its class {_class_of(pv)!r} is not the claim's {_class_of(pvc)!r}"
+        if pvc.spec.selector is not None and not selector_matches(pvc.spec.selector, pv.metadata.labels):
+            return "its labels do not match the claim's selector"
+        if not set(pvc.spec.access_modes) <= set(pv.spec.access_modes):
+            return "it lacks an access mode the claim asks for"
+        if (pv.spec.volume_attributes_class_name or "") != (pvc.spec.volume_attributes_class_name or ""):
+            return "its VolumeAttributesClass differs from the claim's"
+        return None
+
+    def check_bindings(self, placements: list[tuple[Placement, Pod]]) -> list[Violation]:
+        """Each new binding names a claim of its pod that the plan may bind, and a PV that matches it and serves
+        no other claim; records the bindings for the replay."""
+        out: list[Violation] = []
+        serving: dict[str, str] = {}
+        self.bindings = {}
+        for pl, pod in placements:
+            mine = {key: pvc for _, key, pvc in self.claims(pod)}
+            for key, what in pl.volume_bindings.items():
+                def bad(msg: str, key=key, pl=pl) -> None:
+                    out.append(Violation(pl.pod, pl.node, "VolumeBinding", f"claim {key}: {msg}"))
+
+                pvc = mine.get(key)
+                if pvc is None:
+                    bad("the pod does not use this claim" if key not in mine else "the claim does not exist")
+                    continue
+                if key in self.bindings:
+                    bad("the plan binds it more than once")
+                    continue
+                if not self.delayed(pvc) or self.fully_bound(pvc):
+                    bad("it is not an unbound WaitForFirstConsumer claim, so the plan cannot bind it")
+                    continue
+                self.bindings[key] = what
+                if what == DYNAMIC:
+                    sc = self.classes.get(_class_of(pvc))
+                    if sc is None or not sc.provisioner or sc.provisioner == NO_PROVISIONER:
+                        bad(f"its class {_class_of(pvc)!r} cannot provision volumes")
+                    continue
+                pv = self.pvs.get(what)
+                if pv is None:
+                    bad(f"no PersistentVolume {what!r} in the state")
+                    continue
+                if what in serving:
+                    bad(f"PersistentVolume {what} already serves claim {serving[what]}")
+                    continue
+                serving[what] = key
+                why = self.pv_mismatch(key, pvc, pv)
+                if why is not None:
+                    bad(f"PersistentVolume {what} does not match: {why}")
+        return out
+
+    # --- the replay -----------------------------------------------------------------------------------
+
+    def handles(self, pod: Pod, n: int) -> dict[str, str]:
+        """{attachable volume: its limit key}: CSI PVs, in-tree EBS/GCE PDs migrated to CSI on nodes with a
+        CSINode, and one volume per unbound claim from its class's provisioner."""
+        has_csinode = self.csinode[n] is not None
+        out: dict[str, str] = {}
+        claims = {v.name: (key, pvc) for v, key, pvc in self.claims(pod)}
+        for v in pod.spec.volumes:
+            driver = handle = ""
+            if v.name in claims:
+                key, pvc = claims[v.name]
+                if pvc is None:
+                    continue
+                pv = self.pvs.get(pvc.spec.volume_name) if pvc.spec.volume_name else None
+                if pv is not None:
+                    src = pv.spec
+                    if src.csi is not None:
+                        driver, handle = src.csi.get("driver", ""), src.csi.get("volumeHandle", "")
+                    elif has_csinode and src.aws_elastic_block_store is not None:
+                        driver, handle = MIGRATED["kubernetes.io/aws-ebs"], \
+                            src.aws_elastic_block_store.volume_id.rsplit("/", 1)[-1]
+                    elif has_csinode and src.gce_persistent_disk is not None:
+                        zone = pv.metadata.labels.get("topology.kubernetes.io/zone") or \
+                            pv.metadata.labels.get("failure-domain.beta.kubernetes.io/zone") or "UNSPECIFIED"
+                        driver = MIGRATED["kubernetes.io/gce-pd"]
+                        handle = f"projects/UNSPECIFIED/zones/{zone}/disks/{src.gce_persistent_disk.pd_name}"
+                else:
+                    sc = self.classes.get(_class_of(pvc))
+                    if sc is not None:
+                        driver = sc.provisioner
+                        if driver in MIGRATED:
+                            driver = MIGRATED[driver] if has_csinode else ""
+                        handle = f"(claim {key})"
+            elif has_csinode and v.aws_elastic_block_store is not None:
+                driver = MIGRATED["kubernetes.io/aws-ebs"]
+                handle = v.aws_elastic_block_store.volume_id.rsplit("/", 1)[-1]
+            elif has_csinode and v.gce_persistent_disk is not None:
+                driver = MIGRATED["kubernetes.io/gce-pd"]
+                handle = f"projects/UNSPECIFIED/zones/UNSPECIFIED/disks/{v.gce_persistent_disk.pd_name}"
+            if driver and handle:
+                out[f"{driver}/{handle}"] = _limit_key(driver)
+        return out
+
+    def node_limits(self, n: int, alloc: dict[str, int]) -> dict[str, int]:
+        hit = self.limits.get(n)
+        if hit is None:
+            hit = {k: v for k, v in alloc.items() if k.startswith(ATTACH_PREFIX)}
+            cn = self.csinode[n]
+            for d in cn.spec.drivers if cn is not None else ():
+                if d.allocatable is not None and d.allocatable.get("count") is not None:
+                    hit[_limit_key(d.name)] = int(d.allocatable["count"])
+            self.limits[n] = hit
+        return hit
+
+    def add(self, p: _Pod, n: int, sign: int) -> None:
+        pod = p.pod
+        for _, key, pvc in self.claims(pod):
+            self.users[key] += sign
+            if sign > 0 and pvc is not None and key not in self.claim_node and self.delayed(pvc):
+                self.claim_node[key] = n
+        for h, lkey in self.handles(pod, n).items():
+            self.attached[n][h] += sign
+            self.limit_key[h] = lkey
+
+    def check(self, p: _Pod, n: int, on_node: dict[str, _Pod], alloc: dict[str, int]) -> tuple[str, str] | None:
+        pod, labels, name = p.pod, self.labels[n], self.names[n]
+        # VolumeRestrictions
+        disks = [v for v in pod.spec.volumes if v.gce_persistent_disk or v.aws_elastic_block_store or v.iscsi or v.rbd]
+        for q in on_node.values():
+            if disks and q.pod.spec.volumes and any(_disks_conflict(a, b) for a in disks for b in q.pod.spec.volumes):
+                return "VolumeRestrictions", f"node(s) had no available disk (a volume {q.key} mounts read-write)"
+        claims = self.claims(pod)
+        for v, key, pvc in claims:
+            if v.persistent_volume_claim is not None and pvc is not None and RWOP in pvc.spec.access_modes \
+                    and self.users[key] > 0:
+                return "VolumeRestrictions", (f"ReadWriteOncePod claim {key} is already used by another pod")
+        # NodeVolumeLimits
+        limits = self.node_limits(n, alloc)
+        if limits:
+            fresh: Counter[str] = Counter(k for h, k in self.handles(pod, n).items() if self.attached[n][h] <= 0)
+            for lkey, want in fresh.items():
+                if lkey in limits:
+                    have = sum(1 for h, c in self.attached[n].items() if c > 0 and self.limit_key[h] == lkey)
+                    if have + want > limits[lkey]:
+                        return "NodeVolumeLimits", (f"node(s) exceed max volume count ({lkey}: {have} attached + "
+                                                    f"{want} new > {limits[lkey]})")
+        # VolumeBinding
+        for _, key, pvc in claims:
+            if pvc is None:
+                return "VolumeBinding", f"persistentvolumeclaim {key} not found"
+            if pvc.status.get("phase") == "Lost" or pvc.metadata.deletion_timestamp is not None:
+                return "VolumeBinding", f"persistentvolumeclaim {key} is lost or being deleted"
+            if self.fully_bound(pvc):
+                pv = self.pvs.get(pvc.spec.volume_name)
+                if pv is None:
+                    return "VolumeBinding", f"claim {key} is bound to a missing PersistentVolume"
+                if not _pv_allows(pv, labels):
+                    return "VolumeBinding", f"node(s) had volume node affinity conflict (claim {key})"
+                continue
+            if not self.delayed(pvc):
+                return "VolumeBinding", f"pod has unbound immediate PersistentVolumeClaims ({key})"
+            selected = pvc.metadata.annotations.get(ANN_SELECTED_NODE)
+            if selected is not None and selected != name:
+                return "VolumeBinding", f"claim {key} is being provisioned on node {selected}"
+            what = self.bindings.get(key)
+            if what is None:
+                return "VolumeBinding", f"claim {key} is unbound and the plan binds it to no PersistentVolume"
+            if what == DYNAMIC:
+                first = self.claim_node.get(key)
+                if first is not None and first != n:
+                    return "VolumeBinding", f"claim {key} is provisioned on node {self.names[first]}"
+                sc = self.classes.get(_class_of(pvc))
+                if sc is not None and not _topology_allows(sc.allowed_topologies, labels):
+                    return "VolumeBinding", f"claim {key}: class {sc.metadata.name} cannot provision on this node"
+                continue
+            pv = self.pvs.get(what)
+            if pv is not None and not _pv_allows(pv, labels):
+                return "VolumeBinding", f"node(s) had volume node affinity conflict (claim {key}, PV {what})"
+        # VolumeZone (claims bound in the state; PVC sources only)
+        if any(k in labels for k in ZONE_KEYS):
+            for v, _, pvc in claims:
+                if v.persistent_volume_claim is None or pvc is None or not pvc.spec.volume_name:
+                    continue
+                pv = self.pvs.get(pvc.spec.volume_name)
+                for k in ZONE_KEYS if pv is not None else ():
+                    value = pv.metadata.labels.get(k)
+                    parts = [x.strip() for x in value.split("__")] if value is not None else []
+                    if not parts or not all(parts):
+                        continue
+                    have = labels.get(k)
+                    if have is None and k.startswith("failure-domain."):
+                        have = labels.get("topology.kubernetes.io/" + k.rsplit("/", 1)[1])
+                    if have not in parts:
+                        return "VolumeZone", f"node(s) had no available volume zone ({k} of PV {pv.metadata.name})"
+        return None
+
+
+def _topology_allows(terms: list[dict], labels: dict[str, str]) -> bool:
+    """A StorageClass's allowedTopologies: no terms allow every node; terms are ORed, expressions ANDed."""
+    return not terms or any(all(labels.get(e.get("key")) in (e.get("values") or [])
+                                for e in (t or {}).get("matchLabelExpressions") or []) for t in terms)
+
+
 # --- the verifier ---------------------------------------------------------------------------------
 
 
@@ -228,6 +591,7 @@ class _Verifier:
         self.alloc = [{r: canonical(r, q) for r, q in n.allocatable.items()} for n in self.nodes]
         self.eligible_cache: dict[tuple, list[bool]] = {}
         self.compiled: dict[str, tuple] = {}
+        self.volumes = _Volumes(index, self.labels, [n.metadata.name for n in self.nodes])
         self.reset()
 
     def reset(self) -> None:
@@ -243,6 +607,7 @@ class _Verifier:
         self.anti_terms: dict[_Term, Counter[str]] = {}
         self.anti_order: list[_Term] = []
         self.anti_match: dict[tuple, tuple[int, list[_Term]]] = {}
+        self.volumes.reset()
 
     # --- the state ---------------------------------------------------------------------------------
 
@@ -254,6 +619,8 @@ class _Verifier:
         self.used[n].update({r: sign * v for r, v in p.requests.items()})
         self.ports[n].update({t: sign for t in p.ports})
         self.log.append((p, n, sign))
+        if p.pod.spec.volumes:
+            self.volumes.add(p, n, sign)
         for k, v in p.labels.items():
             self.logs.setdefault((p.ns, k, v), []).append((p, n, sign))
         for t in self.terms(p)[1]:
@@ -384,6 +751,10 @@ class _Verifier:
             if v > 0 and checked and v > self.alloc[n].get(r, 0) - self.used[n][r]:
                 return "NodeResourcesFit", (f"Insufficient {r}: requests {v}, free "
                                             f"{self.alloc[n].get(r, 0) - self.used[n][r]} of {self.alloc[n].get(r, 0)}")
+        if spec.volumes:
+            fail = self.volumes.check(p, n, self.on_node[n], self.alloc[n])
+            if fail is not None:
+                return fail
         aff, anti, spread = self.terms(p)
         for c in spread:
             fail = self.spread_fails(p, n, c)
@@ -459,6 +830,7 @@ class _Verifier:
 
         # 1. placements
         todo: list[tuple[_Pod, int]] = []
+        with_volumes: list[tuple[Placement, Pod]] = []
         placed_on: dict[str, str] = {}
         seen: set[str] = set()
         for pl in plan.placements:
@@ -481,6 +853,9 @@ class _Verifier:
                 continue
             placed_on[pl.pod] = pl.node
             todo.append((get(pl.pod), self.node_id[pl.node]))
+            if pl.volume_bindings:
+                with_volumes.append((pl, pi.pod))
+        out.extend(self.volumes.check_bindings(with_volumes))
 
         # 2. evictions
         victims: dict[str, list[_Pod]] = {}
