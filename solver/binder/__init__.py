@@ -2,10 +2,18 @@
 
 - `manifest`: v1 `Binding` objects in queue (plan) order, YAML (multi-document) or JSON (a v1 List), written
   atomically. Evictions the plan needs come as `policy/v1` `Eviction` objects just before the Binding of the
-  pod that needs them (the preemptor).
+  pod that needs them (the preemptor). The claims a placement binds (`Placement.volume_bindings`) come just
+  before its Binding too, as partial objects for `kubectl apply -f` (merged into the live objects): a
+  `PersistentVolume` carrying only `spec.claimRef` (namespace, name, uid), or, for a claim provisioned on the
+  node, a `PersistentVolumeClaim` carrying only the `volume.kubernetes.io/selected-node` annotation.
 - `api`: each Eviction through the pods/eviction subresource first, then each Binding POSTed to
   `/api/v1/namespaces/{ns}/pods/{name}/binding` exactly as kube-scheduler's DefaultBinder does, in queue
-  order with bounded concurrency (`commit_api`).
+  order with bounded concurrency (`commit_api`). Before a pod's Binding, its claims are bound as
+  VolumeBinding's PreBind does: the PV's `spec.claimRef` is set (a merge patch with the PV's resourceVersion as
+  a precondition) or the claim annotated with the selected node, then the claim is polled until the PV
+  controller (or the provisioner) has bound it, up to `bind_timeout` seconds (kube's `bindTimeoutSeconds`,
+  600). A claim that does not bind in time keeps the pod's Binding back (`skipped`); what was patched stays,
+  as in kube, and the PV controller finishes it.
 
 Only placements with a node are committed; `solver.schedule.decide` has already verified the plan.
 """
@@ -21,12 +29,14 @@ from typing import Any
 
 from kplace.models.errors import KplaceError
 from kplace.models.index import ClusterIndex
-from kplace.models.plan import Eviction, Plan
+from kplace.models.plan import DYNAMIC, Eviction, Placement, Plan
 
 log = logging.getLogger("kplace.binder")
 
 # Outcomes of one API call, as reported in the summary.
-BOUND, EVICTED, GONE = "bound", "evicted", "gone"
+BOUND, EVICTED, GONE, PATCHED, TIMEOUT = "bound", "evicted", "gone", "patched", "timeout"
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+BIND_TIMEOUT = 600.0  # kube's VolumeBinding bindTimeoutSeconds default
 CONFLICT, NOT_FOUND, REJECTED, REFUSED, FAILED, SKIPPED = (
     "conflict", "not-found", "rejected", "refused", "failed", "skipped")
 
@@ -64,8 +74,33 @@ def _uid(index: ClusterIndex, key: str) -> str | None:
     return pi.pod.metadata.uid if pi is not None else None
 
 
+def _claim_uid(index: ClusterIndex, key: str) -> str | None:
+    ns, name = _split(key)
+    pvc = next((c for c in index.snapshot.pvcs if c.metadata.namespace == ns and c.metadata.name == name), None)
+    return pvc.metadata.uid if pvc is not None else None
+
+
+def claim_ref(namespace: str, name: str, uid: str | None) -> dict[str, Any]:
+    ref: dict[str, Any] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace, "name": name}
+    if uid:
+        ref["uid"] = uid
+    return ref
+
+
+def volume_object(claim: str, what: str, node: str, uid: str | None) -> dict[str, Any]:
+    """The partial object `kubectl apply -f` merges to bind `claim`: the PV with its claimRef, or (`what` is
+    DYNAMIC) the claim annotated with the node to provision on."""
+    ns, name = _split(claim)
+    if what == DYNAMIC:
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": ns, "annotations": {ANN_SELECTED_NODE: node}}}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": what},
+            "spec": {"claimRef": claim_ref(ns, name, uid)}}
+
+
 def commit_order(plan: Plan) -> list[tuple[str, Any]]:
-    """("evict", Eviction) and ("bind", Placement) steps: each pod's evictions just before its Binding.
+    """("evict", Eviction), ("volume", (Placement, claim, PV or DYNAMIC)) and ("bind", Placement) steps: each
+    pod's evictions, then the claims it binds, just before its Binding.
 
     Evictions whose preemptor the plan does not place (none in a verified plan) come first.
     """
@@ -78,6 +113,7 @@ def commit_order(plan: Plan) -> list[tuple[str, Any]]:
         if p.node is None:
             continue
         steps.extend(("evict", e) for e in by_preemptor.get(p.pod, []))
+        steps.extend(("volume", (p, claim, what)) for claim, what in p.volume_bindings.items())
         steps.append(("bind", p))
     return steps
 
@@ -86,9 +122,12 @@ def manifest_objects(plan: Plan, index: ClusterIndex) -> list[dict[str, Any]]:
     """The plan as Kubernetes objects, in commit order."""
     out = []
     for step, item in commit_order(plan):
-        ns, name = _split(item.pod)
+        ns, name = _split(item[0].pod if step == "volume" else item.pod)
         if step == "evict":
             out.append(eviction_object(ns, name, _uid(index, item.pod)))
+        elif step == "volume":
+            p, claim, what = item
+            out.append(volume_object(claim, what, p.node, _claim_uid(index, claim)))
         else:
             out.append(binding_object(ns, name, _uid(index, item.pod), item.node))
     return out
@@ -125,9 +164,13 @@ def commit(plan: Plan, index: ClusterIndex, mode: str, *, out_file: str | None =
             from kplace.solver.output import write_atomic
 
             write_atomic(out_file, text)
-        bindings = sum(1 for o in objects if o["kind"] == "Binding")
-        return {"mode": "manifest", "file": out_file, "format": fmt, "bindings": bindings,
-                "evictions": len(objects) - bindings}
+        kinds = [o["kind"] for o in objects]
+        out = {"mode": "manifest", "file": out_file, "format": fmt, "bindings": kinds.count("Binding"),
+               "evictions": kinds.count("Eviction")}
+        volumes = kinds.count("PersistentVolume") + kinds.count("PersistentVolumeClaim")
+        if volumes:
+            out["volumes"] = volumes
+        return out
     if mode == "api":
         if not kubeconfig:
             raise KplaceError("--bind api needs --kubeconfig")
@@ -248,9 +291,110 @@ def _wait_gone(core, victims: list[tuple[str, str, str | None]], timeout: float,
     return None
 
 
+class _Body:
+    """Wraps a raw response so `_call_with_retries` drains it while the JSON body is kept (`holder["body"]`)."""
+
+    def __init__(self, resp, holder: dict[str, Any]) -> None:
+        self.resp, self.holder, self.status = resp, holder, resp.status
+
+    def read(self) -> bytes:
+        import json as _json
+
+        data = self.resp.read()
+        self.holder["body"] = _json.loads(data or b"{}")
+        return data
+
+    def release_conn(self) -> None:
+        self.resp.release_conn()
+
+
+def _json_call(call: Callable[[], Any], retry: RetryPolicy, sleep: Callable[[float], None]):
+    """(JSON body or None, failure or None, attempts) of one API call, retried as every other call."""
+    holder: dict[str, Any] = {}
+    _, f, n = _call_with_retries(lambda: _Body(call(), holder), retry, sleep)
+    return holder.get("body"), f, n
+
+
+def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, *, dry_run: bool,
+                retry: RetryPolicy, sleep: Callable[[float], None], timeout: float) -> Outcome:
+    """VolumeBinding's PreBind for one claim: claimRef on the PV (or the selected-node annotation on the claim),
+    then wait until the claim is Bound (not in a dry run: the patch is only validated there)."""
+    ns, name = _split(claim)
+    dry = "All" if dry_run else None
+    t0 = time.perf_counter()
+    extra = {"claim": claim, "volume": what}
+    tries = 0
+
+    def done(result: str, code: int = 0, msg: str = "") -> Outcome:
+        return Outcome("volume", p.pod, p.node, result, code, msg, tries, time.perf_counter() - t0, extra)
+
+    def read_claim():
+        nonlocal tries
+        body, f, n = _json_call(lambda: core.read_namespaced_persistent_volume_claim(
+            name, ns, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
+        tries += n
+        return body, f
+
+    def bound(pvc: dict[str, Any]) -> str | None:
+        """None while the claim is unbound; else the volume it is bound to."""
+        vol = (pvc.get("spec") or {}).get("volumeName") or ""
+        return vol if vol and (pvc.get("status") or {}).get("phase") == "Bound" else None
+
+    pvc, f = read_claim()
+    if f is not None:
+        return done(NOT_FOUND if f.code == 404 else FAILED if f.transient else REJECTED, f.code, f.message)
+    have = bound(pvc)
+    if have is not None:
+        if what in (DYNAMIC, have):
+            return done(BOUND, 200, f"already bound to {have}")
+        return done(CONFLICT, 409, f"the claim is bound to {have}, not {what}")
+    if what == DYNAMIC:
+        selected = ((pvc.get("metadata") or {}).get("annotations") or {}).get(ANN_SELECTED_NODE)
+        if selected not in (None, p.node):
+            return done(CONFLICT, 409, f"the claim is already being provisioned on node {selected}")
+        patch = {"metadata": {"annotations": {ANN_SELECTED_NODE: p.node}}}
+        _, f, n = _json_call(lambda: core.patch_namespaced_persistent_volume_claim(
+            name, ns, patch, dry_run=dry, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
+    else:
+        pv, f, n = _json_call(lambda: core.read_persistent_volume(
+            what, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
+        tries += n
+        if f is not None:
+            return done(NOT_FOUND if f.code == 404 else FAILED if f.transient else REJECTED, f.code, f.message)
+        ref = (pv.get("spec") or {}).get("claimRef") or {}
+        uid = (pvc.get("metadata") or {}).get("uid") or _claim_uid(index, claim)
+        if ref and (ref.get("namespace"), ref.get("name")) != (ns, name):
+            return done(CONFLICT, 409, f"PersistentVolume {what} is bound to claim {ref.get('namespace')}/"
+                                       f"{ref.get('name')}")
+        patch = {"metadata": {"resourceVersion": (pv.get("metadata") or {}).get("resourceVersion")},
+                 "spec": {"claimRef": claim_ref(ns, name, uid)}}
+        if patch["metadata"]["resourceVersion"] is None:
+            del patch["metadata"]
+        _, f, n = _json_call(lambda: core.patch_persistent_volume(
+            what, patch, dry_run=dry, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
+    tries += n
+    if f is not None:
+        result = CONFLICT if f.code == 409 else NOT_FOUND if f.code == 404 else FAILED if f.transient else REJECTED
+        return done(result, f.code, f.message)
+    if dry_run:
+        return done(PATCHED, 200, "server-side dry run: the patch was validated, the claim was not bound")
+    deadline = time.monotonic() + timeout
+    while True:
+        pvc, f = read_claim()
+        if f is None and (have := bound(pvc)) is not None:
+            if what not in (DYNAMIC, have):
+                return done(CONFLICT, 409, f"the claim was bound to {have}, not {what}")
+            return done(BOUND, 200)
+        if time.monotonic() >= deadline:
+            why = f.message if f is not None else "the claim is not Bound"
+            return done(TIMEOUT, 0, f"{why} after {timeout:g}s (bindTimeoutSeconds)")
+        sleep(min(0.2, max(0.0, deadline - time.monotonic())) or 0.01)
+
+
 def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False, concurrency: int = 8,
                retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
-               should_stop: Callable[[], bool] | None = None, victim_timeout: float = 120.0) -> dict[str, Any]:
+               should_stop: Callable[[], bool] | None = None, victim_timeout: float = 120.0,
+               bind_timeout: float = BIND_TIMEOUT) -> dict[str, Any]:
     """Evictions, then Bindings, through the API; one pod's failure never stops the others.
 
     A Binding answered 201 is `bound`. 409 (already bound, uid mismatch) is `conflict` and 404 (pod gone)
@@ -260,7 +404,9 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
     pod that needed it is then `skipped`. A preemptor is bound only once its victims are gone (up to
     `victim_timeout` seconds; then its Binding is `skipped` and it stays pending for the next attempt).
     `should_stop` is consulted only between the eviction phase and the binding phase: once a window's
-    bindings start they all finish, so nothing is left half-committed.
+    bindings start they all finish, so nothing is left half-committed. The claims a placement binds are bound
+    first (`bind_volume`, one `volume` outcome each); if one fails or is not Bound within `bind_timeout`
+    seconds, the pod's Binding is `skipped`.
     """
     from .kube import api
 
@@ -290,6 +436,17 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
             result, msg = (FAILED if f.transient else REJECTED), f.message
         return Outcome("evict", e.pod, e.node, result, code, msg, n, time.perf_counter() - t0,
                        {"preemptor": e.preemptor})
+
+    def bind_all(p) -> list[Outcome]:
+        done = []
+        for claim, what in p.volume_bindings.items():
+            o = bind_volume(core, p, claim, what, index, dry_run=dry_run, retry=retry, sleep=sleep,
+                            timeout=bind_timeout)
+            done.append(o)
+            if o.result not in (BOUND, PATCHED):
+                why = f"claim {claim} {o.result}: {o.message}".strip()
+                return [*done, Outcome("bind", p.pod, p.node, SKIPPED, 0, why)]
+        return [*done, bind(p)]
 
     def bind(p) -> Outcome:
         ns, name = _split(p.pod)
@@ -336,10 +493,11 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
             futures = []
             for p in bindings:
                 if p.pod in blocked:
-                    futures.append(Outcome("bind", p.pod, p.node, SKIPPED, 0, blocked[p.pod]))
+                    futures.append([Outcome("bind", p.pod, p.node, SKIPPED, 0, blocked[p.pod])])
                 else:
-                    futures.append(pool.submit(bind, p))
-            outcomes.extend(f if isinstance(f, Outcome) else f.result() for f in futures)
+                    futures.append(pool.submit(bind_all, p))
+            for f in futures:
+                outcomes.extend(f if isinstance(f, list) else f.result())
     return summarize(outcomes, index, dry_run=dry_run, seconds=time.perf_counter() - started)
 
 
@@ -372,14 +530,15 @@ def render_commit(summary: dict[str, Any], limit: int = 50) -> None:
 
     console = Console()
     if summary.get("mode") == "manifest":
+        vols = f", {summary['volumes']} PV/PVC patch(es)" if summary.get("volumes") else ""
         console.print(f"[bold]manifest[/]: {summary['bindings']} Binding(s) and {summary['evictions']} "
-                      f"Eviction(s) written to {summary['file']} ({summary['format']})", highlight=False)
+                      f"Eviction(s){vols} written to {summary['file']} ({summary['format']})", highlight=False)
         return
     dry = " (server-side dry run)" if summary.get("dry_run") else ""
     counts = ", ".join(f"{v} {k}" for k, v in sorted(summary["counts"].items())) or "nothing to commit"
     console.print(f"[bold]api{dry}[/]: {summary['placed']} pod(s) bound; {counts}; {summary['seconds']:.2f}s",
                   highlight=False)
-    problems = [o for o in summary["outcomes"] if o["result"] not in (BOUND, EVICTED)]
+    problems = [o for o in summary["outcomes"] if o["result"] not in (BOUND, EVICTED, PATCHED)]
     if problems:
         t = Table(title="Calls that did not succeed", title_justify="left")
         for c in ("step", "pod", "node", "result", "code", "tries", "message"):

@@ -14,6 +14,14 @@ It serves on 127.0.0.1 only and implements what kplace uses, with Kubernetes' JS
   Success `Status` otherwise. `dryRun=All` validates without persisting; any other dryRun value is 400;
 - `POST .../pods/{name}/eviction`: 429 (with a DisruptionBudget cause) when a PDB has no disruptions left,
   500 when more than one PDB selects the pod, 404 for a missing pod; otherwise the pod is deleted;
+- GET and PATCH of one PersistentVolume or PersistentVolumeClaim: a JSON merge patch (sent as
+  `application/merge-patch+json` or `application/strategic-merge-patch+json`: for the fields kplace patches,
+  claimRef and annotations, both mean the same), `metadata.resourceVersion` in the patch a precondition (409
+  when stale), `dryRun=All` honoured, other patch types 415. Unless `pv_controller=False`, the PV controller
+  and an external provisioner are simulated (after `pv_controller_delay` seconds): a PV whose claimRef is set
+  to an unbound claim binds it (PV `Bound`; the claim gets `volumeName`, `pv.kubernetes.io/bind-completed`,
+  phase `Bound`); a claim of a class with a provisioner that gets `volume.kubernetes.io/selected-node` gets a
+  new PV `pvc-<claim uid>` on that node (hostname node affinity) and is bound to it;
 - every request needs `Authorization: Bearer <token>` (else 401).
 
 Faults can be injected per path (`fail`): a status code (optionally with Retry-After) or a delay longer than
@@ -108,11 +116,14 @@ class FakeApiServer:
     """Start with `with FakeApiServer(objects) as api:`; `api.kubeconfig(tmp_path)` writes a kubeconfig."""
 
     def __init__(self, objects: Iterable[dict[str, Any]] = (), *, token: str = "test-token",
-                 termination_seconds: float = 0.0) -> None:
+                 termination_seconds: float = 0.0, pv_controller: bool = True,
+                 pv_controller_delay: float = 0.0) -> None:
         self.token = token
         # An evicted pod first gets a deletionTimestamp and is removed this many seconds later (its graceful
         # termination, as the kubelet does it); 0 removes it at once.
         self.termination_seconds = termination_seconds
+        self.pv_controller = pv_controller  # simulate the PV controller and a provisioner (see the module doc)
+        self.pv_controller_delay = pv_controller_delay
         self.lock = threading.Condition()
         self.rv = 1000
         self.compacted = 0  # resourceVersions at or below this are gone (watch → 410)
@@ -243,6 +254,80 @@ class FakeApiServer:
         with self.lock:
             return [copy.deepcopy(o) for o in self.store[RESOURCE_OF_KIND[kind]].values()]
 
+    # --- the PV controller and a provisioner (simulated) ---------------------------------------------
+
+    def _after_volume_patch(self, resource: str, obj: dict[str, Any]) -> None:
+        """Called (lock held) after a PV or PVC was patched: schedule what the controllers would do."""
+        if not self.pv_controller:
+            return
+        name = obj["metadata"]["name"]
+        if resource == "persistentvolumes":
+            ref = (obj.get("spec") or {}).get("claimRef") or {}
+            if not ref.get("name") or (obj.get("status") or {}).get("phase") == "Bound":
+                return
+            action, args = self._bind_volume, (name,)
+        else:
+            node = ((obj.get("metadata") or {}).get("annotations") or {}).get(
+                "volume.kubernetes.io/selected-node")
+            if not node or (obj.get("spec") or {}).get("volumeName"):
+                return
+            action, args = self._provision, (obj["metadata"].get("namespace", "default"), name)
+        if self.pv_controller_delay > 0:
+            timer = threading.Timer(self.pv_controller_delay, action, args=args)
+            timer.daemon = True
+            timer.start()
+        else:
+            action(*args)
+
+    def _bind_volume(self, pv_name: str) -> None:
+        """The PV controller: a PV pre-bound to an unbound claim (claimRef, uid matching when set) binds it."""
+        with self.lock:
+            pv = self.store["persistentvolumes"].get(("", pv_name))
+            ref = ((pv or {}).get("spec") or {}).get("claimRef") or {}
+            pvc = self.store["persistentvolumeclaims"].get((ref.get("namespace") or "default", ref.get("name", "")))
+            if pv is None or pvc is None or (ref.get("uid") and ref["uid"] != pvc["metadata"].get("uid")):
+                return
+            spec = pvc.setdefault("spec", {})
+            if spec.get("volumeName") not in (None, "", pv_name):
+                return
+            spec["volumeName"] = pv_name
+            pvc["metadata"].setdefault("annotations", {})["pv.kubernetes.io/bind-completed"] = "yes"
+            pvc["status"] = {"phase": "Bound", "accessModes": (pv.get("spec") or {}).get("accessModes", []),
+                             "capacity": (pv.get("spec") or {}).get("capacity", {})}
+            pv.setdefault("status", {})["phase"] = "Bound"
+            ref.setdefault("uid", pvc["metadata"].get("uid"))
+            self._bump("persistentvolumes", "MODIFIED", pv)
+            self._bump("persistentvolumeclaims", "MODIFIED", pvc)
+
+    def _provision(self, namespace: str, name: str) -> None:
+        """An external provisioner: a claim with a selected node gets a new PV there, then the PV controller
+        binds it. Classes without a provisioner (or `kubernetes.io/no-provisioner`) are left alone."""
+        with self.lock:
+            pvc = self.store["persistentvolumeclaims"].get((namespace, name))
+            if pvc is None:
+                return
+            meta, spec = pvc["metadata"], pvc.get("spec") or {}
+            cls = (meta.get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class",
+                                                      spec.get("storageClassName"))
+            sc = self.store["storageclasses"].get(("", cls or ""))
+            node = (meta.get("annotations") or {}).get("volume.kubernetes.io/selected-node")
+            if sc is None or sc.get("provisioner") in (None, "", "kubernetes.io/no-provisioner") or not node:
+                return
+            pv_name = f"pvc-{meta.get('uid')}"
+            pv = {"metadata": {"name": pv_name, "uid": str(uuid.uuid4()),
+                               "annotations": {"pv.kubernetes.io/provisioned-by": sc["provisioner"]}},
+                  "spec": {"capacity": {"storage": ((spec.get("resources") or {}).get("requests") or {}).get(
+                               "storage", "0")},
+                           "accessModes": spec.get("accessModes", []), "storageClassName": cls,
+                           "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace,
+                                        "name": name, "uid": meta.get("uid")},
+                           "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                               {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}},
+                  "status": {"phase": "Available"}}
+            self.store["persistentvolumes"][("", pv_name)] = pv
+            self._bump("persistentvolumes", "ADDED", pv)
+        self._bind_volume(pv_name)
+
     def compact(self, drop_watches: bool = True) -> None:
         """Forget every event so far (a watch from an older resourceVersion gets 410) and end open watches."""
         with self.lock:
@@ -290,6 +375,20 @@ class _QuietServer(ThreadingHTTPServer):
 _GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}  # Go's strconv.ParseBool (the Python client sends "True")
 _COLLECTION = re.compile(r"^(?P<prefix>/api/v1|/apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>[a-z]+)$")
 _ONE_POD = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$")
+_ONE_VOLUME = re.compile(
+    r"^/api/v1/(?:persistentvolumes|namespaces/(?P<ns>[^/]+)/persistentvolumeclaims)/(?P<name>[^/]+)$")
+_MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+
+
+def _merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> None:
+    """RFC 7386 JSON merge patch, in place: null deletes, objects merge, everything else replaces."""
+    for k, v in patch.items():
+        if v is None:
+            target.pop(k, None)
+        elif isinstance(v, dict) and isinstance(target.get(k), dict):
+            _merge_patch(target[k], v)
+        else:
+            target[k] = copy.deepcopy(v)
 _SUBRESOURCE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/(?P<sub>binding|eviction)$")
 
 
@@ -365,6 +464,18 @@ def _handler(api: FakeApiServer):
                                  {"name": one.group("name"), "kind": "pods"})
                 else:
                     self._send(200, pod)
+                return
+            vol = _ONE_VOLUME.match(path)
+            if vol is not None:
+                resource, key = self._volume_key(vol)
+                with api.lock:
+                    obj = copy.deepcopy(api.store[resource].get(key))
+                if obj is None:
+                    self._status(404, "NotFound", f'{resource} "{key[1]}" not found',
+                                 {"name": key[1], "kind": resource})
+                else:
+                    kind, api_version = RESOURCES[resource][:2]
+                    self._send(200, {"kind": kind, "apiVersion": api_version, **obj})
                 return
             m = _COLLECTION.match(path)
             resource = m.group("res") if m else None
@@ -465,6 +576,62 @@ def _handler(api: FakeApiServer):
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
+
+        @staticmethod
+        def _volume_key(m: re.Match) -> tuple[str, tuple[str, str]]:
+            if m.group("ns") is None:
+                return "persistentvolumes", ("", m.group("name"))
+            return "persistentvolumeclaims", (m.group("ns"), m.group("name"))
+
+        def do_PATCH(self) -> None:
+            begun = self._begin()
+            if begun is None:
+                return
+            path, query, raw = begun
+            m = _ONE_VOLUME.match(path)
+            if m is None:
+                self._status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                return
+            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if ctype not in _MERGE_PATCHES:
+                self._status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
+                             f"accepted media types include: {', '.join(_MERGE_PATCHES)}")
+                return
+            dry = query.get("dryRun") or []
+            if any(v != "All" for v in dry):
+                self._status(400, "BadRequest", f"Invalid dry run value: {dry!r}: valid values are 'All'")
+                return
+            try:
+                patch = json.loads(raw or b"null")
+            except ValueError as exc:
+                self._status(400, "BadRequest", f"error decoding patch: {exc}")
+                return
+            if not isinstance(patch, dict):
+                self._status(400, "BadRequest", "a merge patch must be a JSON object")
+                return
+            resource, key = self._volume_key(m)
+            kind, api_version = RESOURCES[resource][:2]
+            with api.lock:
+                obj = api.store[resource].get(key)
+                if obj is None:
+                    self._status(404, "NotFound", f'{resource} "{key[1]}" not found',
+                                 {"name": key[1], "kind": resource})
+                    return
+                want_rv = (patch.get("metadata") or {}).get("resourceVersion")
+                if want_rv is not None and want_rv != obj["metadata"].get("resourceVersion"):
+                    self._status(409, "Conflict", f'Operation cannot be fulfilled on {resource} "{key[1]}": the object '
+                                 "has been modified; please apply your changes to the latest version and try again",
+                                 {"name": key[1], "kind": resource})
+                    return
+                new = copy.deepcopy(obj)
+                _merge_patch(new, patch)
+                new["metadata"]["name"], new["metadata"]["uid"] = obj["metadata"]["name"], obj["metadata"].get("uid")
+                if not dry:
+                    api.store[resource][key] = new
+                    api._bump(resource, "MODIFIED", new)
+                    api._after_volume_patch(resource, new)
+                body = {"kind": kind, "apiVersion": api_version, **copy.deepcopy(new)}
+            self._send(200, body)
 
         def do_POST(self) -> None:
             begun = self._begin()
