@@ -11,6 +11,7 @@ from kplace.models.index import ClusterIndex
 from kplace.models.plan import Plan
 from kplace.solver.cpsat import CpsatOptions, schedule_cpsat
 from kplace.solver.greedy import schedule_greedy
+from kplace.solver.plugins.volumebinding.testdata import pv, pvc, storage_class
 from kplace.solver.testing import build_snapshot, node, pod
 from kplace.solver.verify import verify_plan
 
@@ -39,7 +40,9 @@ def pod_spec(draw, zones: list[str]) -> dict:
 
 @st.composite
 def states(draw) -> list[dict]:
-    """2–8 nodes in 1–3 zones (some tainted), 0–3 bound pods, 1–15 pending pods, maybe a PDB."""
+    """2–8 nodes in 1–3 zones (some tainted), 0–3 bound pods, 1–15 pending pods, maybe a PDB, sometimes volumes:
+    local PVs and WaitForFirstConsumer claims (ReadWriteOnce or ReadWriteOncePod, local or provisioned) that
+    some pending pods mount, and a GCE PD that some mount read-write."""
     n_zones = draw(st.integers(1, 3))
     zones = [f"z{i}" for i in range(n_zones)]
     levels = draw(st.sampled_from([[0, 100], [0, 10, 100], [5, 50]]))
@@ -59,9 +62,24 @@ def states(draw) -> list[dict]:
         objs.append({"kind": "PodDisruptionBudget", "metadata": {"name": "pdb", "namespace": "default"},
                      "spec": {"selector": {"matchLabels": {"app": draw(st.sampled_from(APPS))}},
                               "maxUnavailable": draw(st.integers(0, 1))}})
+    claims: list[str] = []
+    if draw(st.integers(0, 3)) == 0:
+        objs += [storage_class("local"), storage_class("dyn", provisioner="ebs.csi.aws.com")]
+        for j in range(draw(st.integers(1, 3))):
+            objs.append(pv(f"pv{j}", node=f"n{draw(st.integers(0, n_nodes - 1))}",
+                           size=draw(st.sampled_from(["5Gi", "10Gi"]))))
+        for j in range(draw(st.integers(1, 2))):
+            claims.append(f"c{j}")
+            objs.append(pvc(f"c{j}", size=draw(st.sampled_from(["5Gi", "8Gi"])),
+                            cls=draw(st.sampled_from(["local", "local", "dyn"])),
+                            modes=draw(st.sampled_from([("ReadWriteOnce",), ("ReadWriteOncePod",)]))))
     for i in range(draw(st.integers(1, 15))):
         app = draw(st.sampled_from(APPS))
         spec = draw(pod_spec(zones))
+        if claims and draw(st.integers(0, 2)) == 0:
+            spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": draw(st.sampled_from(claims))}}]
+        elif claims and draw(st.integers(0, 4)) == 0:
+            spec["volumes"] = [{"name": "pd", "gcePersistentDisk": {"pdName": "disk"}}]
         aff: dict = {}
         if draw(st.integers(0, 3)) == 0:
             aff["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [_term(app, HOST)]}
