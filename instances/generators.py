@@ -612,6 +612,60 @@ def _vbp(nodes: int | None, pods: int | None, seed: int, params: dict[str, str])
     return _as_list(items, ann)
 
 
+# --- volumes ------------------------------------------------------------------------------------------------
+# Stateful workloads on zoned nodes: two local PVs per node of uneven sizes (WaitForFirstConsumer, so the claim
+# binds where its pod lands), zonal gp3 volumes provisioned on demand under a per-node CSI attach limit, and
+# some bound pods already holding gp3 volumes. Databases need local PVs big enough for their claims; apps
+# provision gp3 volumes in the zones the class allows.
+
+EBS_DRIVER = "ebs.csi.aws.com"
+
+
+def _volumes(nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
+    from kplace.solver.plugins.volumebinding.testdata import csinode, pv, pvc, storage_class
+
+    p = _parse_params("volumes", [Param("zones", "number of zones", _int_in(1, 26), 3),
+                                  Param("db", "percent of pending pods that need a local PV", _int_in(0, 100), 60)],
+                      params)
+    n_nodes = 30 if nodes is None else nodes
+    n_pods = 3 * n_nodes if pods is None else pods
+    zones = [f"zone-{chr(ord('a') + i)}" for i in range(p["zones"])]
+    rng = random.Random(seed)
+    items: list[Obj] = [_namespace("stateful"),
+                        storage_class("local-storage"),
+                        storage_class("gp3", provisioner=EBS_DRIVER, zones=zones[:-1] or zones),
+                        storage_class("standard", mode="Immediate", provisioner=EBS_DRIVER, default=True)]
+    t = 0
+    for i in range(n_nodes):
+        name = f"vol-node-{i:04d}"
+        zone = zones[i % len(zones)]
+        items.append(_node(name, {"cpu": "8", "memory": "32Gi", "pods": "110"}, {ZONE: zone}))
+        limit = rng.choice([2, 4, 8, 25])
+        items.append(csinode(name, {EBS_DRIVER: limit}))
+        for k in range(2):
+            items.append(pv(f"local-{i:04d}-{k}", size=f"{rng.choice([50, 100, 200, 400])}Gi", cls="local-storage",
+                            node=name))
+        if rng.random() < 0.3:  # a running pod already holding a gp3 volume here
+            vol = f"held-{i:04d}"
+            items += [pv(vol, size="20Gi", cls="gp3", zone=zone, claim=f"stateful/{vol}", csi=(EBS_DRIVER, vol)),
+                      pvc(vol, size="20Gi", cls="gp3", volume=vol, namespace="stateful"),
+                      _pod(vol, "stateful", {"cpu": "500m", "memory": "1Gi"}, created=(t := t + 1), node=name,
+                           labels={"app": "held"},
+                           extra_spec={"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": vol}}]})]
+    for i in range(n_pods):
+        t += 1
+        if rng.random() * 100 < p["db"]:
+            claim, size, cls, app = f"db-data-{i:05d}", f"{rng.choice([40, 80, 150, 300])}Gi", "local-storage", "db"
+            cpu = rng.choice(["1", "2", "4"])
+        else:
+            claim, size, cls, app = f"app-data-{i:05d}", "20Gi", "gp3", "app"
+            cpu = rng.choice(["250m", "500m", "1"])
+        items.append(pvc(claim, size=size, cls=cls, namespace="stateful"))
+        items.append(_pod(f"{app}-{i:05d}", "stateful", {"cpu": cpu, "memory": "2Gi"}, created=t, labels={"app": app},
+                          extra_spec={"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}))
+    return _as_list(items, {"kplace.io/generator": "volumes", "kplace.io/seed": str(seed)})
+
+
 # --- registry -----------------------------------------------------------------------------------------------
 
 
@@ -631,6 +685,8 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
     "openb": ("Alibaba openb GPU cluster (1523 nodes) and a real pod list (params data, pods, share=whole|skip)",
               _openb),
     "vbp": ("Panigrahy vector bin-packing instance: bins as nodes, items as pods (param file)", _vbp),
+    "volumes": ("stateful pods on local PVs (WaitForFirstConsumer) and zonal gp3 volumes under CSI attach limits "
+                "(params zones, db=%)", _volumes),
 }
 
 

@@ -155,7 +155,9 @@ class CpsatScheduler:
         if self.opts.deterministic:
             p.interleave_search = True
             p.max_deterministic_time = max(0.05, seconds)
-            p.max_time_in_seconds = 2 * seconds + 1.0  # a safety net only
+            # A wall-clock safety net: on a loaded machine deterministic time runs ahead of wall time; when
+            # this net stops the search instead, the stage says so ("limit": "wall-clock").
+            p.max_time_in_seconds = 1.25 * seconds + 0.5
         else:
             p.max_time_in_seconds = max(0.05, seconds)
         return solver
@@ -211,8 +213,12 @@ class CpsatScheduler:
             volumes = claims.read(solver.value)
             objective, bound = float(value), float(solver.best_objective_bound)
             greedy_obj = float(stage.evaluate(hint))
-            info.append({"stage": stage.name, "status": solver.status_name(status), "objective": value,
-                         "bound": bound, "greedy": greedy_obj, "seconds": round(solver.wall_time, 4)})
+            entry = {"stage": stage.name, "status": solver.status_name(status), "objective": value,
+                     "bound": bound, "greedy": greedy_obj, "seconds": round(solver.wall_time, 4)}
+            if (self.opts.deterministic and status != cp_model.OPTIMAL
+                    and solver.wall_time >= solver.parameters.max_time_in_seconds * 0.99):
+                entry["limit"] = "wall-clock"  # stopped by the safety net: this stage is not reproducible
+            info.append(entry)
             if k < len(stages) - 1:
                 model.add(stage.expr >= value) if stage.maximize else model.add(stage.expr <= value)
                 v.add_hint(counts)

@@ -35,7 +35,7 @@ def bound(snap: ClusterSnapshot):
 
 def test_list_workloads_names_every_generator():
     names = list_workloads()
-    expected = {*PERF, "dcm", "fragmentation", "spread-zones", "priority-overload", "openb", "vbp"}
+    expected = {*PERF, "dcm", "fragmentation", "spread-zones", "priority-overload", "openb", "vbp", "volumes"}
     assert set(names) == expected
     assert all(isinstance(d, str) and d and "\n" not in d for d in names.values())
 
@@ -215,7 +215,7 @@ def test_deterministic_per_seed(name):
 
 
 def test_unknown_workload_lists_valid_names():
-    with pytest.raises(InputError, match=r"unknown workload 'nope' \(valid: perf-basic,.*vbp\)"):
+    with pytest.raises(InputError, match=r"unknown workload 'nope' \(valid: perf-basic,.*vbp, volumes\)"):
         generate("nope", nodes=None, pods=None, seed=0, params={})
 
 
@@ -245,3 +245,16 @@ def test_cli_generate(tmp_path):
     assert len(pending(load_state([str(out)]))) == 10
     res = CliRunner().invoke(main, ["generate", "nope", "-o", str(out)])
     assert res.exit_code == 2 and "valid:" in res.output
+
+
+def test_the_volumes_generator_gives_claims_local_pvs_csi_limits_and_bound_volume_holders(tmp_path):
+    snap = load(generate("volumes", nodes=12, pods=30, seed=3, params={}), tmp_path)
+    assert len(snap.nodes) == 12 and len(snap.csinodes) == 12
+    assert {sc.metadata.name for sc in snap.storage_classes} == {"local-storage", "gp3", "standard"}
+    local = [pv for pv in snap.pvs if pv.spec.storage_class_name == "local-storage"]
+    assert len(local) == 24 and all(pv.spec.node_affinity for pv in local)
+    pending = [p for p in snap.pods if not p.spec.node_name]
+    assert len(pending) == 30
+    assert all(any(v.persistent_volume_claim for v in p.spec.volumes) for p in pending)
+    claims = {c.metadata.name for c in snap.pvcs}
+    assert all(v.persistent_volume_claim.claim_name in claims for p in pending for v in p.spec.volumes)
