@@ -307,7 +307,7 @@ def targets(rows: list[dict]) -> str:
         more = sum(r["lex_more"] for r in rs)
         gain = statistics.median(r["cpsat_placed"] - r["greedy_placed"] for r in rs)
         what = "DCM F=100% at 5,000 nodes" if fam == "dcm" else fam
-        lines.append(f"| strictly more on {what} | more on {more}/{len(rs)} runs (median +{gain:g} pods) | "
+        lines.append(f"| strictly more on {what} | more on {more}/{len(rs)} runs (median {gain:+g} pods) | "
                      f"{'met' if more == len(rs) else 'MISSED' if more == 0 else 'partly met'} |")
     _, hit, known = vbp_table(rows)
     if known:
@@ -453,11 +453,13 @@ Machine: {machine()}. Commit: {commit()}. Suite run time: {seconds / 60:.1f} min
 """
 
 
-def write_docs(all_rows: list[dict], quick: bool, seconds: float) -> None:
+def write_docs(all_rows: list[dict], quick: bool, seconds: float, note: str = "") -> None:
     rows = [r for r in all_rows if "error" not in r]
     failed = [f"{r['family']} {r['label']} seed {r['seed']}: {r['error']}" for r in all_rows if "error" in r]
     images = plots(rows, "-quick" if quick else "")
     text = section(rows, quick, seconds, images)
+    if note:
+        text = text.replace("Suite run time:", note + " Suite run time:", 1)
     if failed:
         text = text.replace(END, "Runs that failed: " + "; ".join(failed) + "\n" + END)
     doc = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
@@ -478,12 +480,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md and docs/img")
     ap.add_argument("--docs-from", default=None, help="regenerate the docs from a results JSON, without running")
     ap.add_argument("--resume", default=None, help="keep the successful runs of this results JSON, run the rest")
+    ap.add_argument("--note", default="", help="a sentence added to the docs section (e.g. about the machine's load)")
     args = ap.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"cpsat-suite{'-quick' if args.quick else ''}.json"
     if args.docs_from:
         saved = json.loads(Path(args.docs_from).read_text())
-        write_docs(saved["rows"], saved["quick"], saved["seconds"])
+        write_docs(saved["rows"], saved["quick"], saved["seconds"], args.note or saved.get("note", ""))
         return 0
     only = {x for x in args.only.split(",") if x}
     cases = [c for c in suite(args.quick) if not only or c.family in only]
@@ -519,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps({"quick": args.quick, "seconds": seconds, "rows": rows}, indent=1))
     print(f"{len(good)}/{len(rows)} runs in {seconds / 60:.1f} min; results in {out}", file=sys.stderr)
     if not args.no_docs and good:
-        write_docs(rows, args.quick, seconds)
+        write_docs(rows, args.quick, seconds, args.note)
         print(f"regenerated {DOC}", file=sys.stderr)
     return 0 if len(good) == len(rows) else 1
 
