@@ -402,8 +402,30 @@ class CpsatScheduler:
                 node = names[int(self.index.pod_node[victim.idx])]
                 plan.evictions.append(Eviction(victim.key, node, preemptor.key, victim.priority, violates))
         plan.warnings.extend(unimplemented_warnings(self.index, pods))
+        if len(windows) > 1:
+            plan = self._at_least_greedy(plan, pods)
         plan.seconds = time.perf_counter() - started
         return plan
+
+    def _at_least_greedy(self, plan: Plan, pods: list[PodInfo]) -> Plan:
+        """Each window is compared with greedy on the state earlier windows left, which cannot guarantee the
+        whole run: earlier choices can leave less room later. So a multi-window plan is also compared with one
+        greedy run over every pod from the initial state, and greedy's plan is taken if it places more,
+        lexicographically by priority (every window then says FALLBACK)."""
+        from ..greedy import GreedyScheduler
+
+        greedy = GreedyScheduler(self.index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed).run(pods)
+        mine = _placed_vector(pods, {self.index.pod_by_key[p.pod].idx for p in plan.placements if p.node})
+        theirs = _placed_vector(pods, {self.index.pod_by_key[p.pod].idx for p in greedy.placements if p.node})
+        if not _lex_less(mine, theirs):
+            return plan
+        gated = [p for p in plan.placements if p.pod not in {g.pod for g in greedy.placements}]
+        greedy.engine = "cpsat"
+        greedy.placements = [*gated, *greedy.placements]
+        greedy.windows = [{**w, "status": "FALLBACK"} for w in plan.windows]
+        greedy.warnings = [*plan.warnings, "the windows together placed fewer pods than one greedy run over all "
+                           "of them; the greedy plan is used"]
+        return greedy
 
 
 def schedule_cpsat(index: ClusterIndex, config: SchedulerConfig | None = None,

@@ -183,3 +183,24 @@ def test_when_greedy_needs_preemption_the_window_falls_back_to_greedys_plan():
 def test_an_empty_window_is_not_an_error(objective):
     plan = schedule_cpsat(build_state(node("a")).index, options=CpsatOptions(objective=objective))
     assert plan.placements == [] and plan.windows == []
+
+
+def test_windows_that_together_place_fewer_than_greedy_give_way_to_the_greedy_plan(monkeypatch):
+    from kplace.solver.cpsat import window as window_mod
+
+    state = build_state(node("a", cpu="2"), [pod(f"p{i}", cpu="1", creation=_ts(i)) for i in range(2)])
+    real = window_mod.CpsatScheduler.solve_window
+
+    def wasteful(self, pods, seconds):  # a first window that leaves its pod out although it fits
+        window, placements, evictions = real(self, pods, seconds)
+        if pods[0].name == "p0":
+            self.state.forget(pods[0])
+            placements[0].node = None
+            placements[0].reason = "left out"
+        return window, placements, evictions
+
+    monkeypatch.setattr(window_mod.CpsatScheduler, "solve_window", wasteful)
+    plan = schedule_cpsat(state.index, options=CpsatOptions(window=1, time_limit=5, workers=1))
+    assert [p.node for p in plan.placements] == ["a", "a"]
+    assert all(w["status"] == "FALLBACK" for w in plan.windows)
+    assert "fewer pods than one greedy run" in plan.warnings[-1]
