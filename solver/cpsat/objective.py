@@ -5,20 +5,22 @@
    pod of a level outweighs every pod of all lower levels, so a higher-priority pod is never traded.
    (When those weights would not fit in 62 bits, each level is its own stage, highest first.)
 2. with the placement fixed at its optimum, the goal, if any:
-   - pack: minimise the number of non-empty nodes (used[n] ⇐ y[g, n] > 0 on nodes empty at the start);
+   - pack: minimise the number of non-empty nodes (used[n] ⇐ y[g, n] > 0 on nodes empty at the start,
+     with Σ_g req[g, r] · y[g, n] ≤ free[n, r] · used[n], the strong form of bin packing's capacity);
    - balance: minimise the peak utilisation u (per mille) over nodes and over cpu and memory:
      1000 · (requested[n, r] + Σ_g req[g, r] · y[g, n]) ≤ u · alloc[n, r];
-   and, below it, the profile's score: maximise Σ_{g,n} c[g, n] · y[g, n] (see `domains`).
-   Goal and score share one stage when G · (1 + Σ max score) fits, with G the goal's range; else the goal
-   is a stage of its own and the score a third one.
+3. the profile's score: maximise Σ_{g,n} c[g, n] · y[g, n] (see `domains`), with the goal fixed.
+A goal stage takes 80% of the time left, the placement stage 60%, the last stage the rest.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from kplace.models.index import HOSTNAME
 from ortools.sat.python import cp_model
 
 from .domains import GroupDomain
@@ -35,6 +37,7 @@ class Stage:
     maximize: bool
     evaluate: Callable[[dict[int, dict[int, int]]], int]  # the same expression on a hint (y counts)
     best: int | None = None  # a known optimum (every pod placed), when one is known without search
+    share: float = 0.6  # fraction of the remaining time this stage may use (the last stage uses all of it)
 
 
 def _eval_linear(weights: dict[int, dict[int, int]]) -> Callable[[dict[int, dict[int, int]]], int]:
@@ -97,6 +100,13 @@ def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
             used = v.model.new_bool_var(f"used_{n}")
             for g, var in entries:
                 v.model.add(var <= v.ub[g.gid][n] * used)
+            # Capacity only on a used node (bin packing's strong form: it tightens the LP bound a lot).
+            free = index.alloc[n] - state.requested[n]
+            for r in range(len(index.resources)):
+                terms = [(int(index.pod_req[g.rep.idx, r]), var) for g, var in entries if index.pod_req[g.rep.idx, r]]
+                if terms:
+                    v.model.add(cp_model.LinearExpr.weighted_sum([t for _, t in terms], [c for c, _ in terms])
+                                <= int(free[r]) * used)
             used_terms.append(used)
             v.aux_hints.append((used, lambda c, n=n, es=entries: int(any(c.get(g.gid, {}).get(n, 0) for g, _ in es))))
             hints.append(n)
@@ -104,6 +114,7 @@ def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
         def evaluate(counts, nodes=tuple(hints)):
             return sum(1 for n in nodes if any(c.get(n, 0) for c in counts.values()))
 
+        _break_node_symmetry(v, dict(zip(hints, used_terms, strict=True)))
         stage = Stage("pack (empty nodes used)", cp_model.LinearExpr.sum(used_terms), False, evaluate)
         return stage, len(used_terms) + 1
     if goal == "balance":
@@ -140,19 +151,40 @@ def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
     return None
 
 
+def _break_node_symmetry(v: Variables, used: dict[int, cp_model.IntVar]) -> None:
+    """Empty nodes that no rule tells apart are interchangeable: same allocatable, labels (but the hostname),
+    taints and cordon, and the same variables with the same bounds and score coefficients for every group.
+    Within such a class (in node-tree order) used[n₁] ≥ used[n₂] ≥ …; hints are relabelled into that order
+    (`Variables.symmetric`). Skipped when any group has volumes (a local PV names its node)."""
+    if any(g.rep.pod.spec.volumes for g in v.groups.values()):
+        return
+    index = v.state.index
+    coef = getattr(v, "coefficients", {})
+    rank = {int(n): i for i, n in enumerate(index.tree_order.tolist())}
+    classes: dict[tuple, list[int]] = {}
+    for n in sorted(used, key=rank.__getitem__):
+        labels = tuple(sorted((k, val) for k, val in index.node_labels[n].items() if k != HOSTNAME))
+        taints = tuple((t.key, t.value, t.effect) for t in index.node_taints[n])
+        groups = tuple(sorted((g.gid, v.ub[g.gid][n], coef.get(g.gid, {}).get(n, 0)) for g, _ in v.by_node[n]))
+        key = (tuple(index.alloc[n].tolist()), int(index.max_pods[n]), labels, taints, bool(index.unschedulable[n]),
+               groups)
+        classes.setdefault(key, []).append(n)
+    for nodes in classes.values():
+        if len(nodes) < 2:
+            continue
+        for a, b in itertools.pairwise(nodes):
+            v.model.add(used[a] >= used[b])
+        v.symmetric.append(nodes)
+
+
 def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain], goal: str) -> list[Stage]:
     stages = placement_stages(v, groups)
-    score_expr, weights, bound = score_terms(v, groups, domains)
+    score_expr, weights, _ = score_terms(v, groups, domains)
+    v.coefficients = weights
     score = Stage("score", score_expr, True, _eval_linear(weights))
     g = goal_stage(v, goal)
     if g is None:
         return [*stages, score]
-    goal_s, span = g
-    if span * (bound + 1) < LIMIT:
-        expr = -(bound + 1) * goal_s.expr + score_expr
-
-        def combined(counts, gs=goal_s, sc=score, b=bound):
-            return -(b + 1) * gs.evaluate(counts) + sc.evaluate(counts)
-
-        return [*stages, Stage(f"{goal_s.name} then score", expr, True, combined)]
-    return [*stages, goal_s, score]
+    goal_stage_, _ = g
+    goal_stage_.share = 0.8
+    return [*stages, goal_stage_, score]

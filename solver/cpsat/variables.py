@@ -42,6 +42,10 @@ class Variables:
         self.placed: dict[int, cp_model.LinearExprT] = {}
         self._domain: dict[tuple[int, str], dict[int, list[cp_model.IntVar]]] = {}
         self._presence: dict[tuple[int, str, int], cp_model.IntVar] = {}
+        self.symmetric: list[list[int]] = []
+        """Classes of interchangeable nodes (see `objective._break_node_symmetry`); hints are relabelled so
+        that, within a class, the used nodes come first."""
+        self.coefficients: dict[int, dict[int, int]] = {}
         self.aux_hints: list[tuple[cp_model.IntVar, object]] = []
         """Auxiliary variables and how to derive their value from a y-hint (so hints stay complete)."""
         for g in groups:
@@ -96,6 +100,25 @@ class Variables:
             self.aux_hints.append((lit, lambda c, g=gid, key=key, v=value: int(self.hinted_domain(c, g, key, v) > 0)))
         return lit
 
+    def canonical(self, counts: dict[int, dict[int, int]]) -> dict[int, dict[int, int]]:
+        """`counts` with the nodes of each symmetric class relabelled so that the used ones come first."""
+        if not self.symmetric:
+            return counts
+        out = {gid: dict(c) for gid, c in counts.items()}
+        for nodes in self.symmetric:
+            busy = [n for n in nodes if any(c.get(n, 0) for c in counts.values())]
+            mapping = dict(zip(busy, nodes, strict=False))
+            if all(a == b for a, b in mapping.items()):
+                continue
+            for gid, c in counts.items():
+                moved = {n: c[n] for n in nodes if n in c}
+                for n in moved:
+                    out[gid].pop(n, None)
+                for n, k in moved.items():
+                    if k:
+                        out[gid][mapping[n]] = k
+        return out
+
     def hinted_domain(self, counts: dict[int, dict[int, int]], gid: int, key: str, value: int) -> int:
         ids = self.state.index.label_column(key)[0]
         return sum(c for n, c in counts.get(gid, {}).items() if n in self.y[gid] and ids[n] == value)
@@ -103,6 +126,7 @@ class Variables:
     def add_hint(self, counts: dict[int, dict[int, int]]) -> None:
         """A complete hint: every y gets a value (0 where the hint places nothing). Written straight into
         the proto: one call per variable through the Python API costs more than the search on big windows."""
+        counts = self.canonical(counts)
         self.model.clear_hints()
         idx, vals = [], []
         for gid, ys in self.y.items():

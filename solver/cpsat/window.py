@@ -192,7 +192,7 @@ class CpsatScheduler:
                              "seconds": 0.0})
                 continue
             remaining = seconds - (time.perf_counter() - started)
-            share = remaining * (0.6 if k == 0 and len(stages) > 1 else 1.0 / (len(stages) - k))
+            share = remaining * (stage.share if k < len(stages) - 1 else 1.0)
             (model.maximize if stage.maximize else model.minimize)(stage.expr)
             solver = self._solver(max(0.05, share))
             hook = self.opts.on_progress
@@ -239,6 +239,13 @@ class CpsatScheduler:
             sched = GreedyScheduler(self.index, self.config, tie_break=self.opts.tie_break,
                                     seed=self.opts.seed, state=fallback_state)
             fallback_attempts = {p.idx: sched.schedule_one(p) for p in pods}
+
+        if self.opts.objective == "pack":  # a packing hint: kube's MostAllocated profile, largest pods first
+            pack_state, pack_attempts = self._packing_hint(pods)
+            placed = {p.idx for p in pods if hint_attempts[p.idx].node is not None}
+            if not _lex_less(_placed_vector(pods, {i for i, a in pack_attempts.items() if a.node is not None}),
+                             _placed_vector(pods, placed)):
+                greedy_state, hint_attempts = pack_state, pack_attempts
 
         groups = group_pods(self.index, pods)
         hint = _greedy_counts(groups, greedy_state)
@@ -306,6 +313,19 @@ class CpsatScheduler:
         window.update({"status": status, "objective": objective, "bound": bound, "greedy_objective": greedy_obj,
                        "seconds": round(time.perf_counter() - started, 4), "stages": stages})
         return window, placements, evictions
+
+    def _packing_hint(self, pods: list[PodInfo]) -> tuple[ClusterState, dict]:
+        """The greedy engine with kube's bin-packing scoring (NodeResourcesFit MostAllocated over every
+        requested resource), taking pods by decreasing dominant share: first-fit-decreasing, kube-style."""
+        index = self.index
+        config = packing_config(self.config, [r for r in index.resources
+                                              if index.pod_req[[p.idx for p in pods], index.rid[r]].any()])
+        state = copy.deepcopy(self.state, {id(index): index})
+        sched = GreedyScheduler(index, config, tie_break=self.opts.tie_break, seed=self.opts.seed, state=state,
+                                preemption=False)
+        cap = np.maximum(index.alloc.max(axis=0), 1)
+        order = sorted(pods, key=lambda p: (-float((index.pod_req[p.idx] / cap).max()), p.seq))
+        return state, {p.idx: sched.schedule_one(p) for p in order}
 
     def _assign(self, groups: list[PodGroup], counts: dict[int, dict[int, int]]) -> dict[int, int | None]:
         """Give each group's pods, in queue order, the nodes its counts name (in node-tree order)."""
@@ -426,6 +446,25 @@ class CpsatScheduler:
         greedy.warnings = [*plan.warnings, "the windows together placed fewer pods than one greedy run over all "
                            "of them; the greedy plan is used"]
         return greedy
+
+
+def packing_config(config: SchedulerConfig, resources: list[str]) -> SchedulerConfig:
+    """Each profile with scoring replaced by kube's bin-packing strategy (NodeResourcesFit MostAllocated over
+    `resources`, weight 1 each); filters unchanged."""
+    import dataclasses
+
+    profiles = {}
+    for name, prof in config.profiles.items():
+        old = next((p for p in prof.at("filter") if p.name == "NodeResourcesFit"), None)
+        if old is None:
+            profiles[name] = prof
+            continue
+        fit = type(old)({**old.args, "scoringStrategy": {
+            "type": "MostAllocated", "resources": [{"name": r, "weight": 1} for r in resources]}})
+        plugins = {pt: [fit if p.name == "NodeResourcesFit" else p for p in ps] for pt, ps in prof.plugins.items()}
+        plugins["score"] = [fit]
+        profiles[name] = dataclasses.replace(prof, plugins=plugins, weights={"NodeResourcesFit": 1})
+    return dataclasses.replace(config, profiles=profiles)
 
 
 def schedule_cpsat(index: ClusterIndex, config: SchedulerConfig | None = None,
