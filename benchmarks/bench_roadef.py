@@ -14,33 +14,17 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
-import platform
 import sys
 import tempfile
 from pathlib import Path
 
+from common import machine
 from kplace.solver.rebalance.roadef import CHALLENGE_BEST, read_assignment, read_instance, run_roadef, score
 
 SET_A = ["a1_1", "a1_2", "a1_3", "a1_4", "a1_5", "a2_1", "a2_2"]
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "roadef2012-machine-reassignment"
 SECTION = "## ROADEF 2012 (set A)"
-
-
-def _machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    from importlib.metadata import version
-
-    return (f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
-            f"OR-Tools {version('ortools')}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,7 +83,7 @@ def _append_docs(rows: list[dict], args: argparse.Namespace) -> None:
         f"### Run of {dt.date.today().isoformat()}: {args.time_limit:g} s per instance, seed {args.seed}, "
         f"{args.workers} CP-SAT worker(s)",
         "",
-        f"Machine: {_machine()}; instances one after another. Command: "
+        f"Machine: {machine()}; instances one after another. Command: "
         f"`.venv/bin/python benchmarks/bench_roadef.py --time-limit {args.time_limit:g}"
         f"{' --seed ' + str(args.seed) if args.seed else ''}`.",
         "",

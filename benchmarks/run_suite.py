@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from common import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -181,28 +182,6 @@ def run_case(case: Case, seed: int) -> dict[str, Any]:
 
 
 # --- the docs -------------------------------------------------------------------------------------------------
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        total = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal"))
-        kib = int(total.split()[1])
-        mem = f", {kib / 2**20:.0f} GiB RAM"
-    except (OSError, StopIteration):
-        pass
-    import ortools
-
-    return (f"{os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}, Python "
-            f"{platform.python_version()}, OR-Tools {ortools.__version__}")
 
 
 def commit() -> str:
