@@ -130,6 +130,13 @@ def _first_at_greedy_quality(data: dict[str, Any]) -> float | None:
     return None
 
 
+def _incumbent_at(data: dict[str, Any]) -> float | None:
+    """Seconds from the CP-SAT run's start until its first window holds greedy's plan (its incumbent)."""
+    from kplace.solver.cpsat.window import INCUMBENT
+
+    return next((t for t, _o, _b, stage in data["cpsat"]["timeline"] if stage == INCUMBENT), None)
+
+
 def run_case(case: Case, seed: int) -> dict[str, Any]:
     from kplace.instances.generators import generate
     from kplace.solver.cli import load_index
@@ -172,6 +179,7 @@ def run_case(case: Case, seed: int) -> dict[str, Any]:
         "greedy_peak_mib": g["memory"]["peak_mib"], "cpsat_peak_mib": c["memory"]["peak_mib"],
         "greedy_increment_mib": g["memory"]["increment_mib"], "cpsat_increment_mib": c["memory"]["increment_mib"],
         "window_seconds": win_secs, "first_greedy_quality_s": _first_at_greedy_quality(d),
+        "incumbent_s": _incumbent_at(d),
         "timeline": c["timeline"] if case.target == "window-5000x1000" else None,
         "fallback_warnings": [w for w in c.get("warnings", []) if "bug" in w],
         "vbp_optimum": int(ann["kplace.io/vbp-optimum"]) if ann.get("kplace.io/vbp-optimum") else None,
@@ -294,10 +302,13 @@ def targets(rows: list[dict]) -> str:
                      f"{hit}/{known} ({hit / known:.0%}) | {'met' if hit >= 0.9 * known else 'MISSED'} |")
     w = next((r for r in rows if r["target"] == "window-5000x1000"), None)
     if w:
-        fq = w["first_greedy_quality_s"]
-        lines.append(f"| 5,000 nodes × 1,000-pod window: a plan at least as good as greedy within 2 s | first CP-SAT "
-                     f"solution ≥ greedy at {_fmt(fq, '{:.2f}')} s after the engine started ({w['nodes']} nodes, "
-                     f"{w['pods']} pods) | {'met' if fq is not None and fq <= 2 else 'MISSED'} |")
+        fq, inc = w["first_greedy_quality_s"], w.get("incumbent_s")
+        lines.append(f"| 5,000 nodes × 1,000-pod window: a plan at least as good as greedy within 2 s | the engine "
+                     f"holds greedy's plan (its incumbent, committed if nothing better comes) at "
+                     f"{_fmt(inc, '{:.2f}')} s; the first CP-SAT solution ≥ greedy at {_fmt(fq, '{:.2f}')} s "
+                     f"({w['nodes']} nodes, {w['pods']} pods) | "
+                     f"{'met' if inc is not None and inc <= 2 else 'MISSED'} (incumbent); "
+                     f"{'met' if fq is not None and fq <= 2 else 'MISSED'} (CP-SAT) |")
         lines.append(f"| … and the final plan within 10 s with 2 workers | engine {w['cpsat_engine_seconds']:.2f} s, "
                      f"with the verifier {w['cpsat_seconds']:.2f} s | "
                      f"{'met' if w['cpsat_engine_seconds'] <= 10 else 'MISSED'} |")

@@ -128,7 +128,9 @@ def _stage_family(stage: str) -> str:
 def plot_timeline(data: dict[str, Any]) -> str | None:
     import matplotlib.pyplot as plt
 
-    events = data["cpsat"].get("timeline") or []
+    from ..cpsat.window import INCUMBENT
+
+    events = [e for e in data["cpsat"].get("timeline") or [] if e[3] != INCUMBENT]  # not an objective value
     if not events:
         return None
     families: dict[str, list] = {}

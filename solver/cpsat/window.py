@@ -65,6 +65,9 @@ class CpsatOptions:
     on_progress: Callable[[float, float, float, str], None] | None = None
 
 
+INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
+
+
 class _Progress(cp_model.CpSolverSolutionCallback):
     def __init__(self, hook: Callable[[float, float, float, str], None], stage: str) -> None:
         super().__init__()
@@ -247,6 +250,9 @@ class CpsatScheduler:
                              _placed_vector(pods, placed)):
                 greedy_state, hint_attempts = pack_state, pack_attempts
 
+        if self.opts.on_progress is not None:  # from here on the window always has a plan as good as greedy's
+            n_placed = float(sum(1 for a in hint_attempts.values() if a.node is not None))
+            self.opts.on_progress(time.perf_counter() - started, n_placed, n_placed, INCUMBENT)
         groups = group_pods(self.index, pods)
         hint = _greedy_counts(groups, greedy_state)
         volume_hint = {k: pv for a in hint_attempts.values() for k, pv in a.volume_bindings.items()}
