@@ -232,10 +232,11 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
         if out_file:
             write_atomic(out_file, dumps(data))
     else:
-        from .binder import commit
+        from .binder import bind_timeout_of, commit
 
+        extra = {"bind_timeout": bind_timeout_of(config)} if bind == "api" else {}
         data["commit"] = commit(plan, index, bind, out_file=out_file, fmt=manifest_format, kubeconfig=kubeconfig,
-                                context=context, dry_run=dry_run)
+                                context=context, dry_run=dry_run, **extra)
     if output == "json":
         write_json(data)
     else:

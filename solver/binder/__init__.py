@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from kplace.models.errors import KplaceError
+from kplace.models.errors import ConfigError, KplaceError
 from kplace.models.index import ClusterIndex
 from kplace.models.plan import DYNAMIC, Eviction, Placement, Plan
 
@@ -145,6 +145,16 @@ def render_manifest(objects: list[dict[str, Any]], fmt: str) -> str:
     if not objects:
         return "# kplace: the plan binds no pod\n"
     return yaml.safe_dump_all(objects, sort_keys=False, explicit_start=True)
+
+
+def bind_timeout_of(config) -> float:
+    """VolumeBinding's `bindTimeoutSeconds` from the profiles' plugin args (the largest), else kube's 600 s."""
+    found = [p.args.get("bindTimeoutSeconds") for prof in config.profiles.values() for p in prof.at("filter")
+             if p.name == "VolumeBinding" and p.args.get("bindTimeoutSeconds") is not None]
+    for value in found:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ConfigError(f"VolumeBindingArgs.bindTimeoutSeconds: must be a non-negative number, got {value!r}")
+    return float(max(found)) if found else BIND_TIMEOUT
 
 
 def commit(plan: Plan, index: ClusterIndex, mode: str, *, out_file: str | None = None, fmt: str = "yaml",

@@ -399,7 +399,7 @@ class Runner:
     def _window(self, batch: list[dict[str, Any]]) -> None:
         from kplace.solver.schedule import decide
 
-        from . import BOUND, CONFLICT, NOT_FOUND, commit_api
+        from . import BOUND, CONFLICT, NOT_FOUND, bind_timeout_of, commit_api
 
         started = time.perf_counter()
         self.in_flight = True
@@ -427,7 +427,7 @@ class Runner:
                 self.metrics.windows.labels("abandoned").inc()
                 return
             summary = commit_api(plan, index, self.client, dry_run=self.opts.dry_run,
-                                 concurrency=self.opts.concurrency)
+                                 concurrency=self.opts.concurrency, bind_timeout=bind_timeout_of(self.config))
             uid_of = {pi.key: pi.pod.metadata.uid or "" for pi in index.pending}
             results = {o["pod"]: o for o in summary["outcomes"] if o["step"] == "bind"}
             counts = {"scheduled": 0, "unschedulable": 0, "error": 0}

@@ -247,3 +247,19 @@ def test_a_preemptor_whose_victim_does_not_terminate_in_time_stays_unbound(fake_
     assert (bind["step"], bind["result"]) == ("bind", "skipped")
     assert "victims still terminating after 0.3s: default/victim" in bind["message"]
     assert not api.calls("POST", "/api/v1/namespaces/default/pods/urgent/binding")
+
+
+def test_volume_bindings_wait_as_long_as_the_profiles_bind_timeout_seconds():
+    import pytest
+    from kplace.models.errors import ConfigError
+    from kplace.solver.binder import BIND_TIMEOUT, bind_timeout_of
+    from kplace.solver.framework.config import default_config, parse_config
+
+    def cfg(args):
+        return parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                             "profiles": [{"pluginConfig": [{"name": "VolumeBinding", "args": args}]}]})
+
+    assert bind_timeout_of(default_config()) == BIND_TIMEOUT == 600
+    assert bind_timeout_of(cfg({"bindTimeoutSeconds": 30})) == 30
+    with pytest.raises(ConfigError, match="bindTimeoutSeconds"):
+        bind_timeout_of(cfg({"bindTimeoutSeconds": -1}))
