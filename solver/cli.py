@@ -155,6 +155,24 @@ def CONFIG_OPT(f):
     )(f)
 
 
+def CPSAT_OPTS(f):
+    """The CP-SAT engine's options: --window, --time-limit, --workers, --objective, --deterministic."""
+    for option in reversed([
+        click.option("--window", type=click.IntRange(min=1), default=1000, show_default=True,
+                     help="Pods per CP-SAT window, in queue order; earlier windows are fixed for later ones."),
+        click.option("--time-limit", type=click.FloatRange(min=0.05), default=10.0, show_default=True,
+                     help="Seconds of CP-SAT search for the whole run (split over windows)."),
+        click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+                     help="CP-SAT search workers."),
+        click.option("--objective", type=click.Choice(["default", "pack", "balance"]), default="default",
+                     show_default=True, help="After pods placed: the profile's scores, fewest nodes, or lowest peak."),
+        click.option("--deterministic/--wall-clock", default=True, show_default=True,
+                     help="Deterministic search (same seed, same plan) or wall-clock limits and a parallel portfolio."),
+    ]):
+        f = option(f)
+    return f
+
+
 def resolve_config(config_path: str | None, embedded: dict | None = None):
     """The SchedulerConfig from --config, or --policy-config-file, or the state's embedded one, or defaults."""
     from .framework.config import load_config
@@ -177,15 +195,7 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
 @STATE_ARG
 @click.option("--engine", type=click.Choice(["cpsat", "greedy"]), default="cpsat", show_default=True,
               help="cpsat decides a window of pods at once; greedy reproduces kube-scheduler.")
-@click.option("--window", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Pods per CP-SAT window, in queue order; earlier windows are fixed for later ones.")
-@click.option("--time-limit", type=click.FloatRange(min=0.05), default=10.0, show_default=True,
-              help="Seconds for the whole CP-SAT run (split over windows).")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
-@click.option("--objective", type=click.Choice(["default", "pack", "balance"]), default="default",
-              show_default=True, help="After pods placed: the profile's scores, fewest nodes, or lowest peak.")
-@click.option("--deterministic/--wall-clock", default=True, show_default=True,
-              help="Deterministic search (same seed, same plan) or wall-clock limits with a parallel portfolio.")
+@CPSAT_OPTS
 @CONFIG_OPT
 @click.option("--tie-break", type=click.Choice(["order", "random"]), default="order", show_default=True,
               help="order: kube 1.35's heap order (deterministic); random: uniform among top nodes, seeded.")

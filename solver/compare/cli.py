@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import click
 
-from ..cli import CONFIG_OPT, CONTEXT_OPT, KUBECONFIG_OPT, OUTPUT_OPT, STATE_ARG, load_index
+from ..cli import CONFIG_OPT, CONTEXT_OPT, CPSAT_OPTS, KUBECONFIG_OPT, OUTPUT_OPT, STATE_ARG, load_index
 
 
 @contextmanager
@@ -51,15 +51,7 @@ def _progress_display(time_limit: float, enabled: bool):
 
 @click.command()
 @STATE_ARG
-@click.option("--time-limit", type=click.FloatRange(min=0.05), default=10.0, show_default=True,
-              help="Seconds for the whole CP-SAT run (split over windows).")
-@click.option("--window", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Pods per CP-SAT window, in queue order.")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
-@click.option("--objective", type=click.Choice(["default", "pack", "balance"]), default="default",
-              show_default=True, help="CP-SAT goal after pods placed: profile scores, fewest nodes, lowest peak.")
-@click.option("--deterministic/--wall-clock", default=True, show_default=True,
-              help="CP-SAT's deterministic search (same seed, same plan) or wall-clock limits.")
+@CPSAT_OPTS
 @CONFIG_OPT
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice.")
 @OUTPUT_OPT
