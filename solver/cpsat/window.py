@@ -17,7 +17,6 @@ parallel portfolio instead.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -75,6 +74,14 @@ class _Progress(cp_model.CpSolverSolutionCallback):
 
     def on_solution_callback(self) -> None:
         self.hook(self.wall_time, self.objective_value, self.best_objective_bound, self.stage)
+
+
+@dataclass
+class _Baselines:
+    hint_state: ClusterState
+    hint_attempts: dict
+    fallback_state: ClusterState
+    fallback_attempts: dict
 
 
 @dataclass
@@ -231,44 +238,76 @@ class CpsatScheduler:
 
     def solve_window(self, pods: list[PodInfo], seconds: float) -> tuple[dict[str, Any], list[Placement], list]:
         started = time.perf_counter()
-        greedy_state = copy.deepcopy(self.state, {id(self.index): self.index})
-        hint_sched = GreedyScheduler(self.index, self.config, tie_break=self.opts.tie_break,
-                                     seed=self.opts.seed, state=greedy_state, preemption=False)
-        hint_attempts = {p.idx: hint_sched.schedule_one(p) for p in pods}
-        fallback_state, fallback_attempts = greedy_state, hint_attempts
-        if any(a.node is None for a in hint_attempts.values()) and any(
-                self._profile(p).preemption for p in pods):
-            fallback_state = copy.deepcopy(self.state, {id(self.index): self.index})
-            sched = GreedyScheduler(self.index, self.config, tie_break=self.opts.tie_break,
-                                    seed=self.opts.seed, state=fallback_state)
-            fallback_attempts = {p.idx: sched.schedule_one(p) for p in pods}
-
-        if self.opts.objective == "pack":  # a packing hint: kube's MostAllocated profile, largest pods first
-            pack_state, pack_attempts = self._packing_hint(pods)
-            placed = {p.idx for p in pods if hint_attempts[p.idx].node is not None}
-            if not _lex_less(_placed_vector(pods, {i for i, a in pack_attempts.items() if a.node is not None}),
-                             _placed_vector(pods, placed)):
-                greedy_state, hint_attempts = pack_state, pack_attempts
-
+        base = self._greedy_baselines(pods)
         if self.opts.on_progress is not None:  # from here on the window always has a plan as good as greedy's
-            n_placed = float(sum(1 for a in hint_attempts.values() if a.node is not None))
+            n_placed = float(sum(1 for a in base.hint_attempts.values() if a.node is not None))
             self.opts.on_progress(time.perf_counter() - started, n_placed, n_placed, INCUMBENT)
         groups = group_pods(self.index, pods)
-        hint = _greedy_counts(groups, greedy_state)
-        volume_hint = {k: pv for a in hint_attempts.values() for k, pv in a.volume_bindings.items()}
+        hint = _greedy_counts(groups, base.hint_state)
+        volume_hint = {k: pv for a in base.hint_attempts.values() for k, pv in a.volume_bindings.items()}
         domains = {g.gid: group_domain(self._profile(g.rep), self.state, g) for g in groups}
         scope = {g.gid: self._scope(g, domains[g.gid], hint[g.gid]) for g in groups}
         comps = self._components(groups, scope, GroupMatcher(self.index, groups))
+        solved = self._solve_components(comps, domains, scope, hint, volume_hint,
+                                        max(0.05, seconds - (time.perf_counter() - started)))
+
+        cpsat_nodes = self._assign(groups, solved.counts)
+        cp_vec = _placed_vector(pods, {i for i, n in cpsat_nodes.items() if n is not None})
+        fallback = base.fallback_attempts
+        fb_vec = _placed_vector(pods, {p.idx for p in pods if fallback[p.idx].node is not None})
+        evictions: list = []
+        if not solved.ok or _lex_less(cp_vec, fb_vec):
+            self.state = base.fallback_state
+            status = "FALLBACK"
+            placements = self._placements(pods, {p.idx: fallback[p.idx].node for p in pods}, fallback,
+                                          {p.idx: fallback[p.idx].volume_bindings for p in pods})
+            evictions = [(victim, p, violates) for p in pods for victim, violates in fallback[p.idx].evictions]
+        else:
+            bindings: dict[int, dict[str, str]] = {}
+            for p in pods:  # queue order: the first pod of a claim reports its binding, as in greedy plans
+                if cpsat_nodes[p.idx] is not None:
+                    self.state.assume(p, cpsat_nodes[p.idx])
+                    bindings[p.idx] = self._reserve(p, cpsat_nodes[p.idx], solved.volumes)
+            status = "OPTIMAL" if solved.optimal else "FEASIBLE"
+            placements = self._placements(pods, cpsat_nodes, {}, bindings)
+        window = {"pods": len(pods), "groups": len(groups), "components": len(comps), "status": status,
+                  "objective": solved.objective, "bound": solved.bound, "greedy_objective": solved.greedy_objective,
+                  "seconds": round(time.perf_counter() - started, 4), "stages": solved.stages}
+        return window, placements, evictions
+
+    def _greedy_baselines(self, pods: list[PodInfo]) -> _Baselines:
+        """Greedy on copies of the state: without preemption (the hint, which the model can represent) and,
+        when that leaves pods out and preemption is on, with it (the fallback, which is kube's answer). With
+        `--objective pack` the hint is the packing hint when it places at least as much."""
+        index = self.index
+        hint_state = self.state.fork()
+        sched = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed,
+                                state=hint_state, preemption=False)
+        hint_attempts = {p.idx: sched.schedule_one(p) for p in pods}
+        fallback_state, fallback_attempts = hint_state, hint_attempts
+        if any(a.node is None for a in hint_attempts.values()) and any(self._profile(p).preemption for p in pods):
+            fallback_state = self.state.fork()
+            sched = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed,
+                                    state=fallback_state)
+            fallback_attempts = {p.idx: sched.schedule_one(p) for p in pods}
+        if self.opts.objective == "pack":
+            pack_state, pack_attempts = self._packing_hint(pods)
+            placed = {i for i, a in hint_attempts.items() if a.node is not None}
+            if not _lex_less(_placed_vector(pods, {i for i, a in pack_attempts.items() if a.node is not None}),
+                             _placed_vector(pods, placed)):
+                hint_state, hint_attempts = pack_state, pack_attempts
+        return _Baselines(hint_state, hint_attempts, fallback_state, fallback_attempts)
+
+    def _solve_components(self, comps: list[list[PodGroup]], domains: dict[int, GroupDomain],
+                          scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]],
+                          volume_hint: dict[str, str], budget: float) -> ComponentResult:
+        """Solve each component in its share of the budget (by model size) and merge the results; a scoped
+        model whose optimum leaves pods out is retried once with full domains."""
         sizes = [sum(len(scope[g.gid]) for g in c) + 1 for c in comps]
-        budget = max(0.05, seconds - (time.perf_counter() - started))
-        counts: dict[int, dict[int, int]] = {}
-        volumes: dict[str, str] = {}
-        optimal, ok = True, True
-        objective = bound = greedy_obj = 0.0
-        stages: list[dict[str, Any]] = []
+        merged = ComponentResult({}, True, 0.0, 0.0, 0.0)
         for comp, size in zip(comps, sizes, strict=True):
             if all(not scope[g.gid].size for g in comp):
-                counts.update({g.gid: {} for g in comp})
+                merged.counts.update({g.gid: {} for g in comp})
                 continue
             comp_budget = budget * size / sum(sizes)
             comp_started = time.perf_counter()
@@ -278,47 +317,21 @@ class CpsatScheduler:
             scoped = [g for g in comp if len(scope[g.gid]) < len(domains[g.gid].nodes)]
             unplaced = any(sum(res.counts.get(g.gid, {}).values()) < g.size for g in comp)
             if res.ok and scoped and unplaced and left > 0.1:
-                # the scoped model left pods out: retry once with full domains, from the scoped plan
                 full = {g.gid: domains[g.gid].nodes if g in scoped else scope[g.gid] for g in comp}
                 retry = self._solve_component(comp, domains, full, res.counts, left, {**volume_hint, **res.volumes})
                 if retry.ok:
                     retry.stages = [*res.stages, *({**s, "stage": s["stage"] + " (full domains)"}
                                                    for s in retry.stages)]
                     res = retry
-            counts.update(res.counts)
-            volumes.update(res.volumes)
-            optimal &= res.optimal
-            ok &= res.ok
-            objective += res.objective
-            bound += res.bound
-            greedy_obj += res.greedy_objective
-            stages.extend(res.stages)
-
-        cpsat_nodes = self._assign(groups, counts)
-        cp_vec = _placed_vector(pods, {i for i, n in cpsat_nodes.items() if n is not None})
-        fb_vec = _placed_vector(pods, {p.idx for p in pods if fallback_attempts[p.idx].node is not None})
-        window: dict[str, Any] = {"pods": len(pods), "groups": len(groups), "components": len(comps)}
-        evictions: list = []
-        if not ok or _lex_less(cp_vec, fb_vec):
-            self.state = fallback_state
-            status = "FALLBACK"
-            placements = self._placements(pods, {p.idx: fallback_attempts[p.idx].node for p in pods},
-                                          {p.idx: fallback_attempts[p.idx] for p in pods},
-                                          {p.idx: fallback_attempts[p.idx].volume_bindings for p in pods})
-            for p in pods:
-                for victim, violates in fallback_attempts[p.idx].evictions:
-                    evictions.append((victim, p, violates))
-        else:
-            bindings: dict[int, dict[str, str]] = {}
-            for p in pods:  # queue order: the first pod of a claim reports its binding, as in greedy plans
-                if cpsat_nodes[p.idx] is not None:
-                    self.state.assume(p, cpsat_nodes[p.idx])
-                    bindings[p.idx] = self._reserve(p, cpsat_nodes[p.idx], volumes)
-            status = "OPTIMAL" if optimal else "FEASIBLE"
-            placements = self._placements(pods, cpsat_nodes, {}, bindings)
-        window.update({"status": status, "objective": objective, "bound": bound, "greedy_objective": greedy_obj,
-                       "seconds": round(time.perf_counter() - started, 4), "stages": stages})
-        return window, placements, evictions
+            merged.counts.update(res.counts)
+            merged.volumes.update(res.volumes)
+            merged.optimal &= res.optimal
+            merged.ok &= res.ok
+            merged.objective += res.objective
+            merged.bound += res.bound
+            merged.greedy_objective += res.greedy_objective
+            merged.stages.extend(res.stages)
+        return merged
 
     def _packing_hint(self, pods: list[PodInfo]) -> tuple[ClusterState, dict]:
         """The greedy engine with kube's bin-packing scoring (NodeResourcesFit MostAllocated over every
@@ -326,7 +339,7 @@ class CpsatScheduler:
         index = self.index
         config = packing_config(self.config, [r for r in index.resources
                                               if index.pod_req[[p.idx for p in pods], index.rid[r]].any()])
-        state = copy.deepcopy(self.state, {id(index): index})
+        state = self.state.fork()
         sched = GreedyScheduler(index, config, tie_break=self.opts.tie_break, seed=self.opts.seed, state=state,
                                 preemption=False)
         cap = np.maximum(index.alloc.max(axis=0), 1)

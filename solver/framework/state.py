@@ -119,9 +119,54 @@ class ClusterState:
         self.pv_claims: dict[str, str] = {}  # PV name → claim key it was reserved for in this run
         self.pvc_selected_node: dict[str, str] = {}  # claim key → node chosen for its dynamic provisioning
         self.node_version = np.zeros(n, dtype=np.int64)  # bumped whenever a node's pods change
+        self.plugin_cache: dict[str, dict] = {}
+        """Per-state caches of plugins, one dict per plugin; entries must be immutable and keyed so that a state
+        change invalidates them (e.g. by `node_version`). `fork` copies each dict, sharing the entries."""
         for pi in index.pods:
             if pi.node >= 0:
                 self._place(pi, pi.node)
+
+    # --- copying ----------------------------------------------------------------------------------
+
+    # Attributes `fork` shares because nothing mutates them after construction (or they only cache results
+    # that depend on immutable data), and those it copies. A test keeps this list complete.
+    _SHARED = frozenset({"index", "n_nodes", "sig_of_pod", "sig_info", "_match_cache"})
+
+    def fork(self) -> ClusterState:
+        """An independent copy for trial runs (the greedy hint, preemption dry runs): arrays and counters are
+        copied at the depth `assume`/`forget` mutate them; the index and immutable caches are shared. Much
+        cheaper than `copy.deepcopy`."""
+        new = object.__new__(ClusterState)
+        d = self.__dict__
+        new.__dict__.update({k: d[k] for k in self._SHARED})
+        new.requested = self.requested.copy()
+        new.nonzero_requested = self.nonzero_requested.copy()
+        new.pod_count = self.pod_count.copy()
+        new.pod_node = self.pod_node.copy()
+        new.node_version = self.node_version.copy()
+        new.node_pods = [set(x) for x in self.node_pods]
+        new.ports = [Counter(x) if x else Counter() for x in self.ports]
+        new._dense = {k: v.copy() for k, v in self._dense.items()}
+        new._sparse = {k: Counter(v) for k, v in self._sparse.items()}
+        new._live = {k: v.copy() for k, v in self._live.items()}
+        new._live_by_sig = {k: list(v) for k, v in self._live_by_sig.items()}
+        new.with_affinity = set(self.with_affinity)
+        new.with_required_anti = set(self.with_required_anti)
+        new.affinity_groups = [
+            AffinityGroup(g.rep, g.required_anti, g.size, Counter(g.sparse),
+                          None if g.dense is None else g.dense.copy())
+            for g in self.affinity_groups
+        ]
+        new._affinity_group_ids = dict(self._affinity_group_ids)
+        new._affinity_group_of = dict(self._affinity_group_of)
+        new.pvc_users = Counter(self.pvc_users)
+        new.pv_claims = dict(self.pv_claims)
+        new.pvc_selected_node = dict(self.pvc_selected_node)
+        new.plugin_cache = {k: dict(v) for k, v in self.plugin_cache.items()}
+        unknown = d.keys() - new.__dict__.keys()  # a new attribute must be taught to fork, not shared by mistake
+        if unknown:
+            raise AssertionError(f"ClusterState.fork does not know how to copy {sorted(unknown)}")
+        return new
 
     # --- mutation ---------------------------------------------------------------------------------
 

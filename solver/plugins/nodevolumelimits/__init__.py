@@ -133,7 +133,7 @@ def exceeds(new: dict[str, str], attached: dict[str, str], limits: dict[str, int
 
 def attached_volumes(state: ClusterState, node: int, csinode: CSINode | None) -> dict[str, str]:
     """Unique attachable volumes of the pods on `node` (cached until the node's pods change)."""
-    cache = state.__dict__.setdefault("_attached_csi_volumes", {})
+    cache = state.plugin_cache.setdefault("NodeVolumeLimits.attached", {})
     ver = int(state.node_version[node])
     hit = cache.get(node)
     if hit is not None and hit[0] == ver:

@@ -1,0 +1,61 @@
+"""ClusterState: assume/forget keep every derived structure right, and a fork is independent."""
+
+import numpy as np
+from kplace.solver.testing import build_state, node, pod
+
+ANTI = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
+PORT = {"containers": [{"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80}]}]}
+
+
+def _state():
+    return build_state([node("a"), node("b")],
+                       pod("bound", cpu="1", node_name="a", labels={"app": "db"}, spec=ANTI),
+                       [pod(f"p{i}", cpu="1", labels={"app": "db"}, spec={**ANTI, **PORT}) for i in range(2)])
+
+
+def _snapshot(state):
+    sel_counts = [state.matching_counts(None, s) for s in _selectors(state)]
+    return (state.requested.tolist(), state.pod_count.tolist(), state.pod_node.tolist(),
+            [sorted(x) for x in state.node_pods], [dict(x) for x in state.ports], sorted(state.with_required_anti),
+            [c.tolist() for c in sel_counts], [(g.size, dict(g.sparse)) for g in state.affinity_groups])
+
+
+def _selectors(state):
+    from kplace.models.k8s import LabelSelector
+    from kplace.models.selectors import Selector
+
+    return [Selector(LabelSelector(match_labels={"app": "db"})), Selector(LabelSelector())]
+
+
+def test_a_fork_changes_independently_of_its_original():
+    state = _state()
+    before = _snapshot(state)
+    fork = state.fork()
+    p0, p1 = state.index.pending
+    fork.assume(p0, 1)
+    fork.assume(p1, 0)
+    fork.forget(state.index.bound[0])
+    assert _snapshot(state) == before
+    state.assume(p0, 0)
+    assert fork.pod_node[p0.idx] == 1 and state.pod_node[p0.idx] == 0
+
+
+def test_assume_then_forget_restores_every_count():
+    state = _state()
+    before = _snapshot(state)
+    p0 = state.index.pending[0]
+    state.assume(p0, 1)
+    assert state.pod_count.tolist() == [1, 1] and state.ports[1]
+    assert np.array_equal(state.matching_counts(None, _selectors(state)[0]), [1, 1])
+    state.forget(p0)
+    assert _snapshot(state) == before
+
+
+def test_fork_refuses_attributes_it_does_not_know_how_to_copy():
+    import pytest
+
+    state = _state()
+    state.new_cache = {}
+    with pytest.raises(AssertionError, match="new_cache"):
+        state.fork()
