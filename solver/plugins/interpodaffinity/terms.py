@@ -197,16 +197,52 @@ def existing_anti_affinity_counts(state: ClusterState, pod: PodInfo) -> DomainCo
     with identical terms (`ClusterState.affinity_groups`), weighted by the group's pods per node."""
     out: DomainCounts = {}
     index = state.index
-    ns_labels = ns_labels_of(index, pod.namespace)
-    for grp in state.live_affinity_groups(required_anti=True):
-        terms = pod_terms(index, index.pods[grp.rep]).required_anti
-        matching = [t for t in terms if t.matches(pod.namespace, pod.labels, ns_labels)]
-        if not matching:
+    for grp, matching in _groups_matching(state, pod, "anti"):
+        if grp.size <= 0:
             continue
         nodes, counts = grp.node_counts()
-        for t in matching:
+        for t, _ in matching:
             add_at_domains(index, out, t.topology_key, nodes, counts)
     return out
+
+
+def _group_terms(index: ClusterIndex, grp, kind: str, hard_weight: int) -> list[tuple[AffinityTerm, int]]:
+    et = pod_terms(index, index.pods[grp.rep])
+    if kind == "anti":
+        return [(t, 0) for t in et.required_anti]
+    weighted = [(t, hard_weight) for t in (et.required_affinity if hard_weight > 0 else ())]
+    weighted += [(t, t.weight) for t in et.preferred_affinity]
+    weighted += [(t, -t.weight) for t in et.preferred_anti]
+    return weighted
+
+
+def _groups_matching(state: ClusterState, pod: PodInfo, kind: str, hard_weight: int = 0) -> list[tuple]:
+    """[(group, [(term, weight), ...])] for the groups of bound pods having terms (of `kind`: "anti" for
+    required anti-affinity, "score" for what InterPodAffinity scores) that match the incoming pod.
+
+    Matching depends only on the incoming pod's signature (namespace, labels) and on the groups' terms, which
+    never change, and groups are only ever appended; so the result is cached per signature and extended with
+    the groups created since. Cache entries are replaced, never mutated, so forked states may share them.
+    """
+    cache = state.plugin_cache.setdefault(f"InterPodAffinity.{kind}.{hard_weight}", {})
+    sig = int(state.sig_of_pod[pod.idx])
+    checked, found = cache.get(sig, (0, ()))
+    groups = state.affinity_groups
+    if checked < len(groups):
+        index = state.index
+        ns_labels = ns_labels_of(index, pod.namespace)
+        new = []
+        for gid in range(checked, len(groups)):
+            grp = groups[gid]
+            if kind == "anti" and not grp.required_anti:
+                continue
+            matching = tuple((t, w) for t, w in _group_terms(index, grp, kind, hard_weight)
+                             if t.matches(pod.namespace, pod.labels, ns_labels))
+            if matching:
+                new.append((gid, matching))
+        found = (*found, *new)
+        cache[sig] = (len(groups), found)
+    return [(groups[gid], matching) for gid, matching in found]
 
 
 def preferred_scores(
@@ -226,14 +262,8 @@ def preferred_scores(
         for t in group:
             per_node = state.matching_counts_view(resolve_namespaces(index, t), t.selector)
             touched |= add_at_domains(index, out, t.topology_key, None, per_node, sign * t.weight)
-    ns_labels = ns_labels_of(index, pod.namespace)
-    for grp in state.live_affinity_groups():
-        et = pod_terms(index, index.pods[grp.rep])
-        weighted = [(t, hard_weight) for t in (et.required_affinity if hard_weight > 0 else ())]
-        weighted += [(t, t.weight) for t in et.preferred_affinity]
-        weighted += [(t, -t.weight) for t in et.preferred_anti]
-        weighted = [(t, w) for t, w in weighted if t.matches(pod.namespace, pod.labels, ns_labels)]
-        if not weighted:
+    for grp, weighted in _groups_matching(state, pod, "score", hard_weight):
+        if grp.size <= 0:
             continue
         nodes, counts = grp.node_counts()
         for t, w in weighted:
