@@ -597,18 +597,10 @@ def _handler(api: FakeApiServer):
                 self._status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
                              f"accepted media types include: {', '.join(_MERGE_PATCHES)}")
                 return
-            dry = query.get("dryRun") or []
-            if any(v != "All" for v in dry):
-                self._status(400, "BadRequest", f"Invalid dry run value: {dry!r}: valid values are 'All'")
+            read = self._read_body(query, raw, "error decoding patch", "a merge patch must be a JSON object")
+            if read is None:
                 return
-            try:
-                patch = json.loads(raw or b"null")
-            except ValueError as exc:
-                self._status(400, "BadRequest", f"error decoding patch: {exc}")
-                return
-            if not isinstance(patch, dict):
-                self._status(400, "BadRequest", "a merge patch must be a JSON object")
-                return
+            dry, patch = read
             resource, key = self._volume_key(m)
             kind, api_version = RESOURCES[resource][:2]
             with api.lock:
@@ -642,23 +634,33 @@ def _handler(api: FakeApiServer):
             if not m:
                 self._status(404, "NotFound", "the server could not find the requested resource")
                 return
+            read = self._read_body(query, raw, "couldn't get version/kind; json parse error",
+                                   "Object 'Kind' is missing in request body")
+            if read is None:
+                return
+            dry, body = read
+            ns, name = m.group("ns"), m.group("name")
+            if m.group("sub") == "binding":
+                self._binding(ns, name, body, dry)
+            else:
+                self._eviction(ns, name, body, dry)
+
+        def _read_body(self, query: dict[str, list[str]], raw: bytes, bad_json: str,
+                       not_object: str) -> tuple[bool, dict[str, Any]] | None:
+            """(dry run?, JSON object) of a write request, or None after answering 400 as the API server does."""
             dry = query.get("dryRun") or []
             if any(v != "All" for v in dry):
                 self._status(400, "BadRequest", f"Invalid dry run value: {dry!r}: valid values are 'All'")
-                return
+                return None
             try:
                 body = json.loads(raw or b"null")
             except ValueError as exc:
-                self._status(400, "BadRequest", f"couldn't get version/kind; json parse error: {exc}")
-                return
+                self._status(400, "BadRequest", f"{bad_json}: {exc}")
+                return None
             if not isinstance(body, dict):
-                self._status(400, "BadRequest", "Object 'Kind' is missing in request body")
-                return
-            ns, name = m.group("ns"), m.group("name")
-            if m.group("sub") == "binding":
-                self._binding(ns, name, body, bool(dry))
-            else:
-                self._eviction(ns, name, body, bool(dry))
+                self._status(400, "BadRequest", not_object)
+                return None
+            return bool(dry), body
 
         def _binding(self, ns: str, name: str, body: dict[str, Any], dry: bool) -> None:
             if body.get("kind") != "Binding" or body.get("apiVersion") != "v1":
