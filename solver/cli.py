@@ -65,7 +65,10 @@ class _Group(click.Group):
         except KplaceError as exc:
             click.echo(f"kplace: error: {exc}", err=True)
             sys.exit(exc.exit_code)
-        except BrokenPipeError:  # `kplace ... | head`
+        except BrokenPipeError:  # `kplace ... | head`: stop quietly, and keep the final flush from failing too
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(0)
 
 

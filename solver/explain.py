@@ -108,10 +108,10 @@ _CODE = {"Unschedulable": "U", "UnschedulableAndUnresolvable": "UU"}
 
 def render_explain(result: dict[str, Any], limit: int = 40) -> None:
     """Two tables: each node's verdict with the failing plugins and kube's reasons, then the scores."""
-    from rich.console import Console
+    from kplace.solver.output import console as make_console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     nodes = sorted(result["nodes"], key=lambda n: (n["name"] != result["selected"], not n["feasible"],
                                                    -n["total"], n["name"]))
     t = Table(title=f"Filters for pod {result['pod']} (U: unschedulable, UU: unresolvable)", title_justify="left")

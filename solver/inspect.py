@@ -111,10 +111,10 @@ def summarize(index: ClusterIndex) -> dict[str, Any]:
 
 def render_summary(summary: dict[str, Any]) -> None:
     """Print the summary as rich tables."""
-    from rich.console import Console
+    from kplace.solver.output import console as make_console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     nodes, pods = summary["nodes"], summary["pods"]
     console.print(f"[bold]{nodes['total']} nodes[/] ({nodes['schedulable']} schedulable), "
                   f"[bold]{pods['bound']} pods bound[/], [bold]{pods['pending']} pending[/]")

@@ -31,3 +31,16 @@ def write_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def console(**kwargs: Any):
+    """A rich Console for kplace's tables. Piped into `head`, it stops quietly with exit code 0 (rich's own
+    handler exits with 1)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise SystemExit(0)
+
+    return _Console(**kwargs)

@@ -8,10 +8,10 @@ from kplace.models.plan import Plan
 
 
 def render_plan(plan: Plan, limit: int = 50) -> None:
-    from rich.console import Console
+    from kplace.solver.output import console as make_console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     s = plan.summary()
     console.print(f"[bold]{plan.engine}[/]: {s['placed']}/{s['pods']} pods placed, {s['unplaced']} unplaced, "
                   f"{s['evictions']} evictions, {s['seconds']:.3f}s")

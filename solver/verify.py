@@ -986,10 +986,10 @@ def verify_plan(index: ClusterIndex, plan: Plan) -> list[Violation]:
 
 
 def render_violations(violations: list[Violation], limit: int = 100) -> None:
-    from rich.console import Console
+    from kplace.solver.output import console as make_console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     if not violations:
         console.print("plan verified: no violations")
         return

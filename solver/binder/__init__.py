@@ -535,10 +535,10 @@ def summarize(outcomes: list[Outcome], index: ClusterIndex | None, *, dry_run: b
 
 def render_commit(summary: dict[str, Any], limit: int = 50) -> None:
     """The commit's outcomes as a table (rich)."""
-    from rich.console import Console
+    from kplace.solver.output import console as make_console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     if summary.get("mode") == "manifest":
         vols = f", {summary['volumes']} PV/PVC patch(es)" if summary.get("volumes") else ""
         console.print(f"[bold]manifest[/]: {summary['bindings']} Binding(s) and {summary['evictions']} "

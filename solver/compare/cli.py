@@ -16,10 +16,10 @@ def _progress_display(time_limit: float, enabled: bool):
     if not enabled:
         yield None
         return
-    from rich.console import Console
+    from kplace.solver.output import console as make_console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if not console.is_terminal:
         yield None
         return

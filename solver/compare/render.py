@@ -90,10 +90,10 @@ def rows(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def render_comparison(data: dict[str, Any], limit: int = 20, console=None) -> None:
-    from rich.console import Console
+    from kplace.solver.output import console as make_console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or make_console()
     st = data["state"]
     console.print(f"[bold]kplace compare[/]: {st['nodes']} nodes, {st['pods_pending']} pending pods, "
                   f"{st['pods_bound']} bound; CP-SAT: time limit {data['options']['time_limit']} s, window "

@@ -25,10 +25,10 @@ def parse_duration(text: str) -> float:
 
 
 def render_table(plan: dict[str, Any]) -> None:
-    from rich.console import Console
+    from kplace.solver.output import console as make_console
     from rich.table import Table
 
-    console = Console()
+    console = make_console()
     console.print(f"[bold]goal[/bold] {plan['goal']}  ·  {len(plan['moves'])} move(s) in {len(plan['waves'])} "
                   f"wave(s)  ·  {sum(1 for p in plan['placements'] if p['node'])} pending pod(s) placed  ·  "
                   f"model {plan['model']['status']}  ·  {plan['seconds']}s")
