@@ -277,7 +277,7 @@ def _wait_gone(core, victims: list[tuple[str, str, str | None]], timeout: float,
     and binds in a later cycle, so the kubelet never sees the node over-committed. Returns None when all are
     gone, else why not.
     """
-    import json as _json
+    from .kube import raw_json
 
     deadline = time.monotonic() + timeout
     pending = list(victims)
@@ -285,8 +285,7 @@ def _wait_gone(core, victims: list[tuple[str, str, str | None]], timeout: float,
         still = []
         for ns, name, uid in pending:
             try:
-                resp = core.read_namespaced_pod(name, ns, _preload_content=False)
-                body = _json.loads(resp.data or b"{}")
+                body = raw_json(core.read_namespaced_pod(name, ns, _preload_content=False)) or {}
                 if uid is None or (body.get("metadata") or {}).get("uid") == uid:
                     still.append((ns, name, uid))
             except Exception as exc:  # ApiException: 404 means gone; anything else, keep waiting

@@ -18,35 +18,11 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from kplace.models.errors import KplaceError
 from kplace.models.index import ClusterIndex
 
-from ..binder import binding_object, eviction_object
-
-
-def _api(kubeconfig: str, context: str | None):
-    try:
-        from kubernetes import client, config
-    except ImportError as exc:  # pragma: no cover - a core dependency
-        raise KplaceError("--apply needs the kubernetes client (pip install kubernetes)") from exc
-    try:
-        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
-    except Exception as exc:
-        raise KplaceError(f"{kubeconfig}: cannot load the kubeconfig: {exc}") from None
-    return client, client.CoreV1Api(api_client)
-
-
-def _split(key: str) -> tuple[str, str]:
-    ns, _, name = key.partition("/")
-    return ns, name
-
-
-def _owner_uid(index: ClusterIndex, key: str) -> str | None:
-    pi = index.pod_by_key.get(key)
-    if pi is None:
-        return None
-    ref = next((o for o in pi.pod.metadata.owner_references if o.controller), None)
-    return ref.uid or f"{ref.kind}/{ref.name}" if ref is not None else None
+from ..binder import _split, _uid, binding_object, eviction_object
+from ..binder.kube import api as kube_api
+from ..binder.kube import new_client
 
 
 def _pod_owner(p) -> str | None:
@@ -59,7 +35,15 @@ def _pod_owner(p) -> str | None:
 def apply_plan(plan: dict[str, Any], index: ClusterIndex, kubeconfig: str, context: str | None = None, *,
                timeout: float = 300.0, scheduler_name: str = "kplace", poll: float = 0.5) -> dict[str, Any]:
     """Execute `plan` (from `plan_rebalance`); returns a report {completed, waves_done, stopped, events}."""
-    _, api = _api(kubeconfig, context)
+    client = new_client(kubeconfig, context)
+    try:
+        return _apply(plan, index, kube_api(client, "CoreV1Api"), timeout, scheduler_name, poll)
+    finally:
+        client.close()
+
+
+def _apply(plan: dict[str, Any], index: ClusterIndex, api, timeout: float, scheduler_name: str,
+           poll: float) -> dict[str, Any]:
     from kubernetes.client.rest import ApiException
 
     events: list[dict[str, Any]] = []
@@ -81,8 +65,7 @@ def apply_plan(plan: dict[str, Any], index: ClusterIndex, kubeconfig: str, conte
         want: dict[str, list[str]] = defaultdict(list)  # owner → planned nodes of its replacements
         for m in moves:
             ns, name = _split(m["pod"])
-            pi = index.pod_by_key.get(m["pod"])
-            body = eviction_object(ns, name, pi.pod.metadata.uid if pi is not None else None)
+            body = eviction_object(ns, name, _uid(index, m["pod"]))
             try:
                 api.create_namespaced_pod_eviction(name, ns, body)
             except ApiException as exc:
@@ -91,7 +74,8 @@ def apply_plan(plan: dict[str, Any], index: ClusterIndex, kubeconfig: str, conte
                                 "safely, later moves not attempted")
                 return stop(f"wave {w}: eviction of {m['pod']} failed: HTTP {exc.status} {exc.reason}")
             events.append({"wave": w, "action": "evicted", "pod": m["pod"], "from": m["from"]})
-            owner = _owner_uid(index, m["pod"])
+            pi = index.pod_by_key.get(m["pod"])
+            owner = _pod_owner(pi.pod) if pi is not None else None
             if owner is None:
                 return stop(f"wave {w}: {m['pod']} has no controller, so nothing will replace it")
             want[f"{ns}|{owner}"].append(m["to"])

@@ -71,7 +71,8 @@ def high_node_utilization(index: ClusterIndex, policy: Policy | None = None,
         alloc["pods"] = index.max_pods.astype(float)
     under = [n for n in range(n_nodes) if not index.unschedulable[n] and all(
         alloc[r][n] > 0 and 100 * usage[r][n] / alloc[r][n] < t for r, t in thresholds.items() if r in usage)]
-    targets = [n for n in range(n_nodes) if n not in set(under) and not index.unschedulable[n]]
+    under_set = set(under)
+    targets = [n for n in range(n_nodes) if n not in under_set and not index.unschedulable[n]]
     if not under or not targets:
         out.non_empty_after = out.non_empty_before
         return out

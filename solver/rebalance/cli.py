@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import click
-from kplace.models.errors import KplaceError, NotImplementedFeature
+from kplace.models.errors import KplaceError
 
 from ..cli import CONFIG_OPT, CONTEXT_OPT, KUBECONFIG_OPT, STATE_ARG, load_index
 
@@ -74,11 +74,12 @@ def emit(plan: dict[str, Any], output: str, out_file: str | None) -> None:
     from ..output import dumps, write_atomic
 
     if out_file:
-        text = dumps(plan)
         if out_file.endswith((".yaml", ".yml")):
             import yaml
 
             text = yaml.safe_dump(plan, sort_keys=False)
+        else:
+            text = dumps(plan)
         write_atomic(out_file, text)
     if output == "json":
         sys.stdout.write(dumps(plan))
@@ -93,11 +94,8 @@ def emit(plan: dict[str, Any], output: str, out_file: str | None) -> None:
 def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, seed: int) -> dict[str, Any]:
     if len(paths) != 2 or not out_file:
         raise click.UsageError("--format roadef needs MODEL ASSIGNMENT and -o NEW_ASSIGNMENT")
-    try:
-        from .roadef import run_roadef as runner
-    except ImportError:
-        raise NotImplementedFeature("--format roadef: kplace.solver.rebalance.roadef.run_roadef is not "
-                                    "available yet (the ROADEF 2012 part of issue 7)") from None
+    from .roadef import run_roadef as runner
+
     return runner(paths[0], paths[1], out_file, time_limit, seed)
 
 

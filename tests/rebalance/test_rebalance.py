@@ -42,8 +42,9 @@ def test_the_json_plan_has_goal_moves_placements_before_and_after():
 
 def test_running_again_on_the_result_of_a_plan_proposes_nothing_new():
     objs = _thin(6, 9)
-    for goal in ("pack", "balance", "all"):
+    for goal in ("pack", "all"):  # balance proposes nothing on this state, so it would prove nothing here
         first = run(objs, goal=goal)
+        assert first["moves"], goal
         again = run(apply_plan(objs, first), goal=goal)
         assert again["moves"] == [], goal
 

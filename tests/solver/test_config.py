@@ -18,8 +18,8 @@ def test_the_default_profile_has_kubes_score_weights():
     prof = default_config().profile_for("default-scheduler")
     for name, weight in {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2, "InterPodAffinity": 2,
                          "NodeResourcesFit": 1, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}.items():
-        if name in _names(prof, "score"):
-            assert prof.weights[name] == weight
+        assert name in _names(prof, "score")
+        assert prof.weights[name] == weight
     assert prof.preemption
 
 
@@ -38,8 +38,8 @@ def test_disabling_everything_at_filter_keeps_only_plugins_enabled_there():
 def test_a_score_weight_given_at_the_score_point_overrides_the_multipoint_weight():
     raw = _cfg([{"plugins": {"score": {"enabled": [{"name": "TaintToleration", "weight": 7}]}}}])
     prof = parse_config(raw).profile_for("default-scheduler")
-    if "TaintToleration" in _names(prof, "score"):
-        assert prof.weights["TaintToleration"] == 7
+    assert "TaintToleration" in _names(prof, "score")
+    assert prof.weights["TaintToleration"] == 7
 
 
 def test_disabling_default_preemption_turns_preemption_off():
