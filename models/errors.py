@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 class KplaceError(Exception):
-    """Root of every error kplace reports to a user as one line (exit code 2)."""
+    """Root of every error kplace reports to a user as one line, exiting with `exit_code` (2 unless a subclass
+    says otherwise)."""
 
     exit_code = 2
 

@@ -284,6 +284,7 @@ class PodSpec(K8s):
     scheduling_gates: list[SchedulingGate] = Field(default_factory=list)
     volumes: list[Volume] = Field(default_factory=list)
     topology_spread_constraints: list[TopologySpreadConstraint] = Field(default_factory=list)
+    resource_claims: list[dict[str, Any]] = Field(default_factory=list)  # DRA: read only to say it is not modelled
     host_network: bool = False
     termination_grace_period_seconds: int | None = None
 

@@ -31,6 +31,7 @@ from .k8s import (
     Workload,
 )
 from .selectors import required_node_affinity_matches, selector_matches
+from .tolerations import tolerated_by_any
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet (no vowels, no 0/1/3)
 _API_VERSION = {
@@ -61,8 +62,9 @@ def _suffix(*parts: str, length: int = 5) -> str:
 
 
 def _template_hash(w: Workload) -> str:
-    text = w.spec.template.model_dump_json(by_alias=True, exclude_none=True)
-    return _suffix(text, length=10)
+    template = w.spec.template
+    skip = None if template.spec.resource_claims else {"spec": {"resource_claims"}}  # names stay stable
+    return _suffix(template.model_dump_json(by_alias=True, exclude_none=True, exclude=skip), length=10)
 
 
 def _owner(kind: str, name: str, uid: str | None) -> OwnerReference:
@@ -117,13 +119,7 @@ def _daemon_node_ok(w: Workload, labels: dict[str, str], name: str, taints: list
                     tolerations: list[Toleration]) -> bool:
     if not required_node_affinity_matches(w.spec.template.spec, labels, name):
         return False
-    from .tolerations import tolerates  # local: avoids a cycle at import time
-
-    return all(
-        any(tolerates(t, taint) for t in tolerations)
-        for taint in taints
-        if taint.effect in ("NoSchedule", "NoExecute")
-    )
+    return all(tolerated_by_any(tolerations, taint) for taint in taints if taint.effect in ("NoSchedule", "NoExecute"))
 
 
 def expand_workloads(snapshot, sources: dict[int, str]) -> None:
@@ -139,8 +135,6 @@ def expand_workloads(snapshot, sources: dict[int, str]) -> None:
     for w in snapshot.workloads:
         src = sources.get(id(w), "<input>")
         name, ns = w.metadata.name, w.metadata.namespace
-        if w.kind == "ReplicaSet" and any(o.kind == "Deployment" for o in w.metadata.owner_references):
-            pass  # its Deployment may also be present; the ReplicaSet still owns its pods
         if w.kind == "Deployment" and (name, ns) in rs_owned_by_deploy:
             continue  # the exported ReplicaSet already stands for this Deployment
         existing = _existing(w, snapshot.pods)
@@ -171,6 +165,7 @@ def expand_workloads(snapshot, sources: dict[int, str]) -> None:
             continue
         if w.kind == "StatefulSet":
             taken = {p.metadata.name for p in existing}
+            revision = f"{name}-{_template_hash(w)}"
             ordinal = 0
             while missing > 0:
                 pname = f"{name}-{ordinal}"
@@ -178,7 +173,7 @@ def expand_workloads(snapshot, sources: dict[int, str]) -> None:
                     labels = {
                         "statefulset.kubernetes.io/pod-name": pname,
                         "apps.kubernetes.io/pod-index": str(ordinal),
-                        "controller-revision-hash": f"{name}-{_template_hash(w)}",
+                        "controller-revision-hash": revision,
                     }
                     pod = _make_pod(w, pname, labels, _owner(w.kind, name, w.metadata.uid))
                     new.append(pod)

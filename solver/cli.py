@@ -1,7 +1,8 @@
 """The `kplace` command line: thin click commands over library functions.
 
 Heavy libraries (ortools, the kubernetes client, matplotlib) are imported inside the commands that need
-them, so `kplace --help` starts fast. Every KplaceError becomes one line on stderr and exit code 2.
+them, so `kplace --help` starts fast. Every KplaceError becomes one line on stderr and its exit code (2 for
+bad input, 3 when the verifier rejects a plan).
 """
 
 from __future__ import annotations
@@ -267,7 +268,9 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
 @click.option("--candidates", default="feasible", show_default=True, metavar="feasible|all|NODE,...",
               help="Score the feasible nodes (as kube does), every node as if feasible, or the listed nodes.")
 @OUTPUT_OPT
-def explain(state, pod_key, config_path, candidates, output):
+@KUBECONFIG_OPT
+@CONTEXT_OPT
+def explain(state, pod_key, config_path, candidates, output, kubeconfig, context):
     """Show every filter's verdict and every score, per node, for one pod, and the node kube would pick.
 
     The pod is explained against the state as given (other pending pods are not placed first).
@@ -283,7 +286,7 @@ def explain(state, pod_key, config_path, candidates, output):
 
     if "/" not in pod_key:
         pod_key = f"default/{pod_key}"
-    index, config = load_index(state, config_path)
+    index, config = load_index(state, config_path, kubeconfig, context)
     result = explain_pod(index, config, pod_key, candidates)
     if output == "json":
         write_json(result)

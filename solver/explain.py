@@ -64,14 +64,13 @@ def explain_pod(
                 entry[plugin.name] = {"code": "Skip", "reasons": []}
             else:
                 entry[plugin.name] = {"code": Code(int(res.code[i])).label, "reasons": res.reasons_of(i)}
-    if pre.nodes is not None:
-        outside = ~np.isin(nodes, pre.nodes)
-        for n in nodes[outside].tolist():
-            per_node[n]["filters"]["PreFilter"] = {
-                "code": "UnschedulableAndUnresolvable", "reasons": [pre.absent_reason]}
     feasible_mask = out.code == 0
     if pre.nodes is not None:
-        feasible_mask &= np.isin(nodes, pre.nodes)
+        inside = np.isin(nodes, pre.nodes)
+        for n in nodes[~inside].tolist():
+            per_node[n]["filters"]["PreFilter"] = {
+                "code": "UnschedulableAndUnresolvable", "reasons": [pre.absent_reason]}
+        feasible_mask &= inside
     for i, n in enumerate(nodes.tolist()):
         per_node[n]["feasible"] = bool(feasible_mask[i])
     scored = nodes if candidates == "all" else nodes[feasible_mask]
@@ -81,11 +80,8 @@ def explain_pod(
             per_node[n]["scores"] = {name: int(v[i]) for name, v in scores.items()}
             per_node[n]["total"] = int(totals[i])
 
-    # The node kube would pick: run the real greedy attempt on a fresh state.
-    sched = GreedyScheduler(index, config)
-    if pod.node >= 0:
-        sched.state.forget(pod)
-    attempt = sched.schedule_one(pod)
+    # The node kube would pick: the real greedy attempt (filters and scores left the state unchanged).
+    attempt = GreedyScheduler(index, config, state=state).schedule_one(pod)
     selected = index.node_names[attempt.node] if attempt.node is not None else None
     result: dict[str, Any] = {"pod": pod_key, "selected": selected}
     if attempt.reason:

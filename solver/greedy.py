@@ -267,7 +267,7 @@ class GreedyScheduler:
                                              attempt.volume_bindings))
             for victim, violates in attempt.evictions:  # victims all ran on the preemptor's node
                 plan.evictions.append(Eviction(victim.key, node or "", pod.key, victim.priority, violates))
-        plan.warnings.extend(unimplemented_warnings(self.index, pods))
+        plan.warnings.extend(unimplemented_warnings(pods))
         plan.seconds = time.perf_counter() - started
         return plan
 
@@ -320,15 +320,13 @@ def _merge_outcomes(outcomes: list[tuple[FilterOutcome, int]]) -> FilterOutcome 
     return FilterOutcome(nodes=nodes, code=code, plugin=plugin, plugins=names, results=results)
 
 
-def unimplemented_warnings(index: ClusterIndex, pods: list[PodInfo]) -> list[str]:
-    """Say plainly which pods need plugins kplace does not implement yet (their constraints are not checked)."""
-    counts: Counter[str] = Counter()  # plugin name (a NOT_IMPLEMENTED key) → pending pods that need it
-    # (the volume plugins are implemented; DynamicResources' resource claims are not modelled on pods yet)
-    return [
-        f"{n} pending pod(s) use {NOT_IMPLEMENTED[name]}: the {name} plugin is not implemented yet, "
-        f"so those constraints were not checked"
-        for name, n in counts.items()
-    ]
+def unimplemented_warnings(pods: list[PodInfo]) -> list[str]:
+    """Say plainly which pods need plugins kplace does not implement (their constraints are not checked)."""
+    dra = sum(1 for p in pods if p.pod.spec.resource_claims)
+    if not dra:
+        return []
+    return [f"{dra} pending pod(s) use {NOT_IMPLEMENTED['DynamicResources']}: the DynamicResources plugin is not "
+            "implemented, so those constraints were not checked"]
 
 
 def schedule_greedy(

@@ -440,7 +440,7 @@ class CpsatScheduler:
             for victim, preemptor, violates in evictions:  # victims are bound pods: their node is in the index
                 node = names[int(self.index.pod_node[victim.idx])]
                 plan.evictions.append(Eviction(victim.key, node, preemptor.key, victim.priority, violates))
-        plan.warnings.extend(unimplemented_warnings(self.index, pods))
+        plan.warnings.extend(unimplemented_warnings(pods))
         if len(windows) > 1:
             plan = self._at_least_greedy(plan, pods)
         plan.seconds = time.perf_counter() - started

@@ -119,3 +119,11 @@ def test_assumed_pods_use_up_capacity_for_the_next_pod():
     plan = GreedyScheduler(state.index, state=state).run()
     assert [p.node for p in plan.placements] == ["a", None]
     assert "1 Insufficient cpu" in plan.placements[1].reason
+
+
+def test_pods_with_resource_claims_are_scheduled_with_a_warning_that_dra_is_not_modelled():
+    state = build_state(node("a"), pod("gpu", spec={"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}))
+    plan = GreedyScheduler(state.index, state=state).run()
+    assert plan.placements[0].node == "a"
+    assert plan.warnings == ["1 pending pod(s) use resource claims (DRA): the DynamicResources plugin is not "
+                             "implemented, so those constraints were not checked"]
