@@ -67,7 +67,7 @@ from kplace.models.k8s import (
 from kplace.models.plan import DYNAMIC, Eviction, Placement, Plan
 from kplace.models.quantity import canonical
 from kplace.models.requests import host_ports, pod_requests
-from kplace.models.selectors import Selector, node_term_matches, selector_matches
+from kplace.models.selectors import Selector, node_term_matches, required_node_affinity_matches, selector_matches
 from kplace.models.tolerations import tolerated_by_any
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
@@ -716,12 +716,7 @@ class _Verifier:
         return None
 
     def node_affinity_ok(self, pod: Pod, n: int) -> bool:
-        labels, name = self.labels[n], self.nodes[n].metadata.name
-        if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
-            return False
-        na = pod.spec.affinity.node_affinity if pod.spec.affinity else None
-        req = na.required_during_scheduling_ignored_during_execution if na else None
-        return req is None or any(node_term_matches(t, labels, name) for t in req.node_selector_terms)
+        return required_node_affinity_matches(pod.spec, self.labels[n], self.nodes[n].metadata.name)
 
     # --- one pod on one node -----------------------------------------------------------------------
 

@@ -122,8 +122,8 @@ def anti_affinity_pairs(index, match: GroupMatcher) -> set[tuple[int, int, str]]
     return pairs
 
 
-def add_anti_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher) -> int:
-    """Returns the number of hostname cliques used as cuts."""
+def add_anti_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher) -> None:
+    """Required anti-affinity between groups (see the module docstring), with hostname cliques as cuts."""
     pairs = anti_affinity_pairs(v.state.index, match)
     for a, b, key in pairs:
         if a == b:
@@ -135,7 +135,6 @@ def add_anti_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher)
                         v.model.add(sum(terms) <= 1)
     one_per_node = {g.gid for g in groups if all(u <= 1 for u in v.ub[g.gid].values())}
     graph = nx.Graph()
-    cliques = 0
     for a, b, key in pairs:
         if a == b:
             continue
@@ -149,13 +148,11 @@ def add_anti_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher)
             v.model.add(sum(db[val]) <= v.domain_ub(b, key, val) * (1 - lit))
             v.aux_hints.append((lit, lambda c, a=a, key=key, val=val: int(v.hinted_domain(c, a, key, val) > 0)))
     for clique in nx.find_cliques(graph):
-        cliques += 1
         nodes = set().union(*(v.y[g].keys() for g in clique))
         for n in nodes:
             terms = [v.y[g][n] for g in clique if n in v.y[g]]
             if len(terms) > 1:
                 v.model.add(sum(terms) <= 1)
-    return cliques
 
 
 def add_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher) -> None:
@@ -218,6 +215,12 @@ def add_affinity(v: Variables, groups: list[PodGroup], match: GroupMatcher) -> N
     for lits in seeds.values():
         if len(lits) > 1:
             v.model.add(sum(lits) <= 1)
+
+
+def spread_defaults(profile) -> list:
+    """The profile's PodTopologySpread default constraints (none when the plugin is disabled)."""
+    plugin = next((p for p in profile.at("filter") if p.name == "PodTopologySpread"), None)
+    return plugin.default_constraints if plugin is not None else []
 
 
 def add_spread(v: Variables, groups: list[PodGroup], match: GroupMatcher, defaults) -> None:

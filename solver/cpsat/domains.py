@@ -14,14 +14,13 @@ form of the final state's score, exact for a window of one pod.
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..framework.config import Profile
 from ..framework.plugin import Code, CycleState
-from ..framework.runtime import count_reasons, fit_error_message, run_filters, run_pre_filter, run_scores
+from ..framework.runtime import run_filters, run_pre_filter, run_scores
 from ..framework.state import ClusterState
 from .groups import PodGroup
 
@@ -32,15 +31,12 @@ CROSS_POD = ("InterPodAffinity", "PodTopologySpread")
 class GroupDomain:
     nodes: np.ndarray  # node ids, in node-tree order
     coef: np.ndarray  # int64 per node in `nodes`
-    reason: str = ""  # kube's message when the domain is empty
-    per_plugin: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _fixed_pruning(profile: Profile, state: ClusterState, group: PodGroup, cycle: CycleState,
-                   nodes: np.ndarray, skipped: set[str]) -> tuple[np.ndarray, Counter[str]]:
-    """Mask over `nodes` of those that cross-pod filters reject because of bound pods alone."""
+                   nodes: np.ndarray, skipped: set[str]) -> np.ndarray:
+    """Mask over `nodes` of those that cross-pod filters do not reject because of bound pods alone."""
     keep = np.ones(len(nodes), dtype=bool)
-    reasons: Counter[str] = Counter()
     by_name = {p.name: p for p in profile.at("filter")}
     ipa = by_name.get("InterPodAffinity")
     if ipa is not None and "InterPodAffinity" not in skipped:
@@ -49,45 +45,29 @@ def _fixed_pruning(profile: Profile, state: ClusterState, group: PodGroup, cycle
         res = ipa.filter(state, group.rep, cycle, nodes)
         for text, mask in res.reasons:
             if text in (REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY):
-                drop = mask & keep
-                reasons[text] += int(drop.sum())
                 keep &= ~mask
         for term in group.rep.required_affinity:
-            ids = state.index.label_column(term.topology_key)[0][nodes]
-            drop = (ids < 0) & keep
-            if drop.any():
-                from ..plugins.interpodaffinity import REASON_AFFINITY
-
-                reasons[REASON_AFFINITY] += int(drop.sum())
-                keep &= ids >= 0
+            keep &= state.index.label_column(term.topology_key)[0][nodes] >= 0
     pts = by_name.get("PodTopologySpread")
     if pts is not None and "PodTopologySpread" not in skipped:
         res = pts.filter(state, group.rep, cycle, nodes)
         for text, mask in res.reasons:
             if "missing required label" in text:
-                reasons[text] += int((mask & keep).sum())
                 keep &= ~mask
-    return keep, reasons
+    return keep
 
 
 def group_domain(profile: Profile, state: ClusterState, group: PodGroup) -> GroupDomain:
-    n_all = len(state.index.nodes)
     cycle = CycleState()
     pre = run_pre_filter(profile, state, group.rep, cycle)
     if pre.code != Code.SUCCESS:
-        return GroupDomain(np.zeros(0, np.int64), np.zeros(0, np.int64), fit_error_message(n_all, Counter(),
-                                                                                             pre.reason))
+        return GroupDomain(np.zeros(0, np.int64), np.zeros(0, np.int64))
     order = state.index.tree_order
     nodes = order if pre.nodes is None else order[np.isin(order, pre.nodes)]
     out = run_filters(profile, state, group.rep, cycle, nodes, pre.skipped | set(CROSS_POD))
-    reasons = count_reasons(out)
     ok = nodes[out.code == 0]
-    keep, extra = _fixed_pruning(profile, state, group, cycle, ok, pre.skipped)
-    reasons.update(extra)
-    ok = ok[keep]
-    if len(nodes) < n_all:
-        reasons[pre.absent_reason] += n_all - len(nodes)
+    ok = ok[_fixed_pruning(profile, state, group, cycle, ok, pre.skipped)]
     if len(ok) == 0:
-        return GroupDomain(ok, np.zeros(0, np.int64), fit_error_message(n_all, reasons))
-    per_plugin, total = run_scores(profile, state, group.rep, cycle, ok)
-    return GroupDomain(ok, total, per_plugin=per_plugin)
+        return GroupDomain(ok, np.zeros(0, np.int64))
+    _, total = run_scores(profile, state, group.rep, cycle, ok)
+    return GroupDomain(ok, total)

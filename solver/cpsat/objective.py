@@ -77,20 +77,18 @@ def _placed_stage(name: str, v: Variables, groups: list[PodGroup], weight: dict[
     return Stage(name, _weighted(w, v), True, _eval_linear(w), best=sum(weight[g.priority] * g.size for g in groups))
 
 
-def score_terms(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain]) -> tuple[object, dict, int]:
+def score_terms(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain]) -> tuple[object, dict]:
+    """Σ c[g, n] · y[g, n] and the coefficients per group and node."""
     weights: dict[int, dict[int, int]] = {}
-    bound = 0
     for g in groups:
         d = domains[g.gid]
         coef = dict(zip(d.nodes.tolist(), d.coef.tolist(), strict=True))
-        w = {n: int(coef.get(n, 0)) for n in v.y[g.gid]}
-        weights[g.gid] = w
-        bound += g.size * max(w.values(), default=0)
-    return _weighted(weights, v), weights, bound
+        weights[g.gid] = {n: int(coef.get(n, 0)) for n in v.y[g.gid]}
+    return _weighted(weights, v), weights
 
 
-def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
-    """(stage, range of the goal's value) for pack or balance; None for the default objective."""
+def goal_stage(v: Variables, goal: str) -> Stage | None:
+    """The stage for pack or balance; None for the default objective."""
     state, index = v.state, v.state.index
     if goal == "pack":
         used_terms, hints = [], []
@@ -116,7 +114,7 @@ def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
 
         _break_node_symmetry(v, dict(zip(hints, used_terms, strict=True)))
         stage = Stage("pack (empty nodes used)", cp_model.LinearExpr.sum(used_terms), False, evaluate)
-        return stage, len(used_terms) + 1
+        return stage
     if goal == "balance":
         cols = [index.rid["cpu"], index.rid["memory"]]
         base = np.zeros(len(index.nodes))
@@ -147,7 +145,7 @@ def goal_stage(v: Variables, goal: str) -> tuple[Stage, int] | None:
             return worst
 
         v.aux_hints.append((peak, evaluate))
-        return Stage("balance (peak utilisation, per mille)", peak, False, evaluate), 1001
+        return Stage("balance (peak utilisation, per mille)", peak, False, evaluate)
     return None
 
 
@@ -159,7 +157,7 @@ def _break_node_symmetry(v: Variables, used: dict[int, cp_model.IntVar]) -> None
     if any(g.rep.pod.spec.volumes for g in v.groups.values()):
         return
     index = v.state.index
-    coef = getattr(v, "coefficients", {})
+    coef = v.coefficients
     rank = {int(n): i for i, n in enumerate(index.tree_order.tolist())}
     classes: dict[tuple, list[int]] = {}
     for n in sorted(used, key=rank.__getitem__):
@@ -179,12 +177,11 @@ def _break_node_symmetry(v: Variables, used: dict[int, cp_model.IntVar]) -> None
 
 def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain], goal: str) -> list[Stage]:
     stages = placement_stages(v, groups)
-    score_expr, weights, _ = score_terms(v, groups, domains)
+    score_expr, weights = score_terms(v, groups, domains)
     v.coefficients = weights
     score = Stage("score", score_expr, True, _eval_linear(weights))
-    g = goal_stage(v, goal)
-    if g is None:
+    goal_s = goal_stage(v, goal)
+    if goal_s is None:
         return [*stages, score]
-    goal_stage_, _ = g
-    goal_stage_.share = 0.8
-    return [*stages, goal_stage_, score]
+    goal_s.share = 0.8
+    return [*stages, goal_s, score]

@@ -42,6 +42,7 @@ from .constraints import (
     add_spread,
     add_volumes,
     rule_edges,
+    spread_defaults,
 )
 from .domains import GroupDomain, group_domain
 from .groups import GroupMatcher, PodGroup, group_pods
@@ -131,10 +132,6 @@ class CpsatScheduler:
         assert profile is not None
         return profile
 
-    def _spread_defaults(self, profile: Profile):
-        plugin = next((p for p in profile.at("filter") if p.name == "PodTopologySpread"), None)
-        return getattr(plugin, "default_constraints", []) if plugin is not None else []
-
     def _scope(self, group: PodGroup, domain: GroupDomain, hint: dict[int, int]) -> np.ndarray:
         k = max(self.opts.scope, 4 * group.size)
         if len(domain.nodes) <= k:
@@ -182,7 +179,7 @@ class CpsatScheduler:
         add_anti_affinity(v, groups, match)
         add_capacity(v)
         add_affinity(v, groups, match)
-        defaults = self._spread_defaults(self._profile(groups[0].rep))
+        defaults = spread_defaults(self._profile(groups[0].rep))
         add_spread(v, groups, match, defaults)
         claims = add_volumes(v, groups, lambda g: (p.name for p in self._profile(g.rep).at("filter")),
                              volume_hint or {})
@@ -379,17 +376,15 @@ class CpsatScheduler:
         return {**out, **reserve(self.state, pod, node)}
 
     def _placements(self, pods: list[PodInfo], nodes: dict[int, int | None], attempts: dict,
-                    bindings: dict[int, dict[str, str]] | None = None) -> list[Placement]:
+                    bindings: dict[int, dict[str, str]]) -> list[Placement]:
         names = self.index.node_names
         out = []
         for p in pods:
-            n = nodes[p.idx]
+            n, a = nodes[p.idx], attempts.get(p.idx)
             if n is not None:
-                a = attempts.get(p.idx)
                 out.append(Placement(p.key, names[n], None, p.priority, bool(a and a.nominated),
-                                     dict((bindings or {}).get(p.idx, {}))))
+                                     dict(bindings.get(p.idx, {}))))
             else:
-                a = attempts.get(p.idx)
                 out.append(Placement(p.key, None, a.reason if a else None, p.priority))
         return out
 
@@ -451,8 +446,6 @@ class CpsatScheduler:
         whole run: earlier choices can leave less room later. So a multi-window plan is also compared with one
         greedy run over every pod from the initial state, and greedy's plan is taken if it places more,
         lexicographically by priority (every window then says FALLBACK)."""
-        from ..greedy import GreedyScheduler
-
         greedy = GreedyScheduler(self.index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed).run(pods)
         mine = _placed_vector(pods, {self.index.pod_by_key[p.pod].idx for p in plan.placements if p.node})
         theirs = _placed_vector(pods, {self.index.pod_by_key[p.pod].idx for p in greedy.placements if p.node})

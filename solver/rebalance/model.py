@@ -33,7 +33,14 @@ import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
 from ortools.sat.python import cp_model
 
-from ..cpsat.constraints import add_affinity, add_anti_affinity, add_capacity, add_host_ports, add_spread
+from ..cpsat.constraints import (
+    add_affinity,
+    add_anti_affinity,
+    add_capacity,
+    add_host_ports,
+    add_spread,
+    spread_defaults,
+)
 from ..cpsat.domains import group_domain
 from ..cpsat.groups import GroupMatcher, PodGroup, group_pods
 from ..cpsat.objective import Stage, goal_stage, placement_stages
@@ -73,10 +80,6 @@ class Target:
 def _profile(config: SchedulerConfig, pod: PodInfo):
     return config.profile_for(pod.spec.scheduler_name) or next(iter(config.profiles.values()))
 
-
-def _spread_defaults(profile) -> list:
-    plugin = next((p for p in profile.at("filter") if p.name == "PodTopologySpread"), None)
-    return getattr(plugin, "default_constraints", []) if plugin is not None else []
 
 
 def relaxed_index(index: ClusterIndex, movable: set[str]) -> ClusterIndex:
@@ -173,7 +176,7 @@ def solve(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts: Re
     add_anti_affinity(v, groups, match)
     add_capacity(v)
     add_affinity(v, groups, match)
-    add_spread(v, groups, match, _spread_defaults(_profile(config, groups[0].rep)))
+    add_spread(v, groups, match, spread_defaults(_profile(config, groups[0].rep)))
 
     # movable pods are all placed; stays and moves
     stays: dict[int, dict[int, cp_model.IntVar]] = {}
@@ -237,7 +240,7 @@ def solve(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts: Re
     elif goal == "balance":
         st = goal_stage(v, "balance")
         assert st is not None
-        goal_expr = st[0].expr
+        goal_expr = st.expr
         goal_before = _peak_per_mille(index, cur_pods)
         per_mille = True
     if goal_expr is not None and opts.min_gain > 0 and moves_of:
