@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
-from kplace.models.k8s import LabelSelector, LabelSelectorRequirement
 from kplace.models.plan import Plan
 from kplace.models.selectors import Selector, node_term_matches
 from kplace.models.tolerations import tolerated_by_any
@@ -44,6 +43,8 @@ from ..framework.config import SchedulerConfig
 from ..framework.plugin import CycleState
 from ..framework.runtime import run_filters, run_pre_filter, run_scores
 from ..framework.state import ClusterState
+from ..plugins.interpodaffinity.terms import pod_terms, resolve_namespaces
+from ..plugins.podtopologyspread.spread import node_affinity_mask
 
 SCORE_LIMIT = 3000  # placed pods scored per plan; beyond that an evenly spaced sample
 SHAPES = 3  # most common pending pod shapes for fragmentation
@@ -179,47 +180,12 @@ def fragmentation_metrics(index: ClusterIndex, state: ClusterState,
 # --- soft constraints -----------------------------------------------------------------------------------------
 
 
-def _term_namespaces(index: ClusterIndex, pod: PodInfo, term) -> frozenset[str] | None:
-    names = frozenset(term.namespaces or ([pod.namespace] if term.namespace_selector is None else []))
-    sel = term.namespace_selector
-    if sel is None:
-        return names
-    s = Selector(sel)
-    if s.empty:
-        return None
-    return names | {ns for ns, labels in index.namespace_labels.items() if s.matches(labels)}
-
-
-def _term_selector(pod: PodInfo, term) -> Selector:
-    """The term's label selector with matchLabelKeys (In) and mismatchLabelKeys (NotIn) merged in, as admission
-    does (only for keys the pod carries, only when labelSelector is set)."""
-    sel = term.label_selector
-    if sel is None or not (term.match_label_keys or term.mismatch_label_keys):
-        return Selector(sel)
-    exprs = list(sel.match_expressions)
-    for keys, op in ((term.match_label_keys, "In"), (term.mismatch_label_keys, "NotIn")):
-        exprs += [LabelSelectorRequirement(key=k, operator=op, values=[pod.labels[k]]) for k in keys if k in pod.labels]
-    return Selector(LabelSelector(match_labels=dict(sel.match_labels), match_expressions=exprs))
-
-
 def _domain_count(index: ClusterIndex, counts: np.ndarray, key: str, node: int) -> int:
     """Pods counted in `counts` (per node) within `node`'s domain of topology `key`."""
     ids, _ = index.label_column(key)
     if ids[node] < 0:
         return 0
     return int(counts[ids == ids[node]].sum())
-
-
-def _node_affinity_ok(index: ClusterIndex, pod: PodInfo, n: int) -> bool:
-    """nodeSelector and required node affinity (for the spread's nodeAffinityPolicy Honor)."""
-    labels = index.node_labels[n]
-    if any(labels.get(k) != v for k, v in pod.spec.node_selector.items()):
-        return False
-    aff = pod.spec.affinity
-    req = aff.node_affinity.required_during_scheduling_ignored_during_execution if aff and aff.node_affinity else None
-    if req is None:
-        return True
-    return any(node_term_matches(t, labels, index.node_names[n]) for t in req.node_selector_terms)
 
 
 def soft_metrics(index: ClusterIndex, state: ClusterState, placed: list[tuple[PodInfo, int]]) -> dict[str, Any]:
@@ -236,22 +202,19 @@ def soft_metrics(index: ClusterIndex, state: ClusterState, placed: list[tuple[Po
                 na["total"] += t.weight
                 if node_term_matches(t.preference, index.node_labels[n], index.node_names[n]):
                     na["satisfied"] += t.weight
-        for src, acc, want in ((aff.pod_affinity if aff else None, pa, True),
-                               (aff.pod_anti_affinity if aff else None, anti, False)):
-            terms = src.preferred_during_scheduling_ignored_during_execution if src else []
-            if not terms:
+        terms = pod_terms(index, pod)
+        for preferred, acc, want in ((terms.preferred_affinity, pa, True), (terms.preferred_anti, anti, False)):
+            if not preferred:
                 continue
             acc["pods"] += 1
-            for w in terms:
-                t = w.pod_affinity_term
-                acc["total"] += w.weight
-                sel = _term_selector(pod, t)
-                names = _term_namespaces(index, pod, t)
-                others = _domain_count(index, state.matching_counts_view(names, sel), t.topology_key, n)
-                if sel.matches(pod.labels) and (names is None or pod.namespace in names):
+            for t in preferred:
+                acc["total"] += t.weight
+                names = resolve_namespaces(index, t)
+                others = _domain_count(index, state.matching_counts_view(names, t.selector), t.topology_key, n)
+                if t.selector.matches(pod.labels) and (names is None or pod.namespace in names):
                     others -= 1  # the pod itself does not satisfy its own term
                 if (others > 0) == want:
-                    acc["satisfied"] += w.weight
+                    acc["satisfied"] += t.weight
         taints = [t for t in index.node_taints[n] if t.effect == "PreferNoSchedule"
                   and not tolerated_by_any(pod.tolerations, t)]
         if taints:
@@ -271,11 +234,8 @@ def soft_metrics(index: ClusterIndex, state: ClusterState, placed: list[tuple[Po
     for (ns, sel, tkey, max_skew, _), info in spread.items():
         ids, _vals = index.label_column(tkey)
         eligible = ids >= 0
-        p = info["pod"]
-        aff = p.spec.affinity
-        if info["honor"] and (p.spec.node_selector or (aff and aff.node_affinity and
-                                                       aff.node_affinity.required_during_scheduling_ignored_during_execution)):
-            eligible &= np.array([_node_affinity_ok(index, p, n) for n in range(len(index.nodes))])
+        if info["honor"]:
+            eligible &= node_affinity_mask(index, info["pod"])
         if not eligible.any():
             continue
         counts = state.matching_counts_view(frozenset([ns]), sel)
