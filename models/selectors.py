@@ -9,26 +9,9 @@ from .k8s import LabelSelector, NodeSelectorRequirement, NodeSelectorTerm
 
 
 def selector_matches(sel: LabelSelector | None, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector: None matches nothing, `{}` matches everything; requirements are ANDed."""
-    if sel is None:
-        return False
-    for k, v in sel.match_labels.items():
-        if labels.get(k) != v:
-            return False
-    for req in sel.match_expressions:
-        present = req.key in labels
-        if req.operator == "In":
-            if not present or labels[req.key] not in req.values:
-                return False
-        elif req.operator == "NotIn":
-            if present and labels[req.key] in req.values:
-                return False
-        elif req.operator == "Exists":
-            if not present:
-                return False
-        elif present:  # DoesNotExist
-            return False
-    return True
+    """metav1.LabelSelector: None matches nothing, `{}` matches everything; requirements are ANDed.
+    (One-off checks; loops compile a `Selector` once.)"""
+    return Selector(sel).matches(labels)
 
 
 _INT64 = re.compile(r"^[+-]?[0-9]+$")

@@ -22,7 +22,7 @@ from .k8s import (
     StorageClass,
     Workload,
 )
-from .selectors import selector_matches
+from .selectors import Selector
 
 # Built-in PriorityClasses the API server creates in every cluster.
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
@@ -77,12 +77,10 @@ def is_pending(pod: Pod) -> bool:
 
 def pdb_health(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> tuple[int, int]:
     """(currently healthy, expected) pods selected by the PDB: bound, running, not terminating."""
-    sel = pdb.spec.selector or LabelSelector()
+    sel = Selector(pdb.spec.selector or LabelSelector())
     ns = pdb.metadata.namespace
     matched = [
-        p
-        for p in snapshot.pods
-        if p.metadata.namespace == ns and not is_finished(p) and selector_matches(sel, p.metadata.labels)
+        p for p in snapshot.pods if p.metadata.namespace == ns and not is_finished(p) and sel.matches(p.metadata.labels)
     ]
     healthy = sum(
         1

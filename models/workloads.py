@@ -30,7 +30,7 @@ from .k8s import (
     Toleration,
     Workload,
 )
-from .selectors import required_node_affinity_matches, selector_matches
+from .selectors import Selector, required_node_affinity_matches
 from .tolerations import tolerated_by_any
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # utilrand.String's alphabet (no vowels, no 0/1/3)
@@ -86,7 +86,7 @@ def _make_pod(w: Workload, name: str, labels: dict[str, str], owner: OwnerRefere
 
 def _existing(w: Workload, pods: list[Pod]) -> list[Pod]:
     ns = w.metadata.namespace
-    sel = w.spec.selector
+    sel = Selector(w.spec.selector) if w.spec.selector is not None else None
     out = []
     name = w.metadata.name
     for p in pods:
@@ -99,7 +99,7 @@ def _existing(w: Workload, pods: list[Pod]) -> list[Pod]:
                    or (w.kind == "Deployment" and o.kind == "ReplicaSet" and o.name.rsplit("-", 1)[0] == name)
                    for o in controllers):
                 out.append(p)
-        elif sel is not None and selector_matches(sel, p.metadata.labels):
+        elif sel is not None and sel.matches(p.metadata.labels):
             out.append(p)  # an orphan the controller would adopt
     return out
 

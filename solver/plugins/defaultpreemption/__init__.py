@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
-from kplace.models.selectors import selector_matches
+from kplace.models.selectors import Selector
 
 from ...framework.config import Profile
 from ...framework.plugin import Code, CycleState
@@ -81,16 +81,15 @@ def start_time(p: PodInfo) -> datetime:
 
 def matching_pdbs(index: ClusterIndex, pod: PodInfo) -> list[int]:
     """PDBs in the pod's namespace whose (non-empty) selector matches it."""
-    out = []
-    for i, pdb in enumerate(index.snapshot.pdbs):
-        sel = pdb.spec.selector
-        if pdb.metadata.namespace != pod.namespace or sel is None:
-            continue
-        if not sel.match_labels and not sel.match_expressions:
-            continue  # an empty selector matches nothing for PDB purposes
-        if selector_matches(sel, pod.labels):
-            out.append(i)
-    return out
+    compiled = index.cache.get("DefaultPreemption.pdbs")
+    if compiled is None:  # (namespace, selector) per PDB; an empty selector matches nothing for PDB purposes
+        compiled = index.cache["DefaultPreemption.pdbs"] = [
+            (pdb.metadata.namespace, Selector(pdb.spec.selector))
+            if pdb.spec.selector is not None and (pdb.spec.selector.match_labels or pdb.spec.selector.match_expressions)
+            else None
+            for pdb in index.snapshot.pdbs
+        ]
+    return [i for i, c in enumerate(compiled) if c is not None and c[0] == pod.namespace and c[1].matches(pod.labels)]
 
 
 # Plugins whose PreFilter reads other pods: with any of them active, removing or adding a victim changes
