@@ -17,6 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from .k8s import Node, Pod, PodAffinityTerm, Taint, Toleration, TopologySpreadConstraint
+from .quantity import canonical
 from .requests import host_ports, pod_requests
 from .snapshot import ClusterSnapshot, is_finished, is_pending
 
@@ -107,7 +108,7 @@ class ClusterIndex:
         self.namespace_labels = snapshot.namespace_labels()
 
         pods = [p for p in snapshot.pods if not is_finished(p)]
-        allocs = [{k: _canon(k, v) for k, v in n.allocatable.items()} for n in self.nodes]
+        allocs = [{k: canonical(k, v) for k, v in n.allocatable.items()} for n in self.nodes]
         self.pods: list[PodInfo] = []
         for seq, p in enumerate(pods):
             node = self.node_id.get(p.spec.node_name, -1) if p.spec.node_name else -1
@@ -212,12 +213,6 @@ class ClusterIndex:
         for d in range(depth):
             out.extend(v[d] for v in lists if d < len(v))
         return np.array(out, dtype=np.int64)
-
-
-def _canon(resource: str, q) -> int:
-    from .quantity import canonical
-
-    return canonical(resource, q)
 
 
 def compile_index(snapshot: ClusterSnapshot) -> ClusterIndex:

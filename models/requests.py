@@ -92,8 +92,7 @@ def pod_requests(pod: Pod, non_zero: bool = False, plain: dict[str, int] | None 
 def host_ports(pod: Pod) -> list[tuple[str, str, int]]:
     """(hostIP, protocol, hostPort) wanted by regular and sidecar init containers; empty IP → 0.0.0.0."""
     out = []
-    containers = [*spec_containers(pod)]
-    for c in containers:
+    for c in spec_containers(pod):
         for p in c.ports:
             if p.host_port > 0:
                 out.append((p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port))

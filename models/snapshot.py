@@ -20,6 +20,7 @@ from .k8s import (
     PriorityClass,
     Service,
     StorageClass,
+    Taint,
     Workload,
 )
 from .selectors import Selector
@@ -234,8 +235,6 @@ def condition_taints(snapshot: ClusterSnapshot) -> None:
     export lacks them (states written by hand, or taken from a cluster without the controller). Only
     conditions present are read: a node without a Ready condition is left alone. One warning says what
     was added."""
-    from .k8s import Taint
-
     added: list[str] = []
     for node in snapshot.nodes:
         have = {(t.key, t.effect) for t in node.spec.taints}

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 
 from .k8s import (
+    Affinity,
+    NodeAffinity,
     NodeSelector,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -200,8 +202,6 @@ def expand_workloads(snapshot, sources: dict[int, str]) -> None:
 
 def _pin_to_node(pod: Pod, node_name: str) -> None:
     """ReplaceDaemonSetPodNodeNameNodeAffinity: the required terms become one `metadata.name In [node]`."""
-    from .k8s import Affinity, NodeAffinity
-
     term = NodeSelectorTerm(
         match_fields=[NodeSelectorRequirement(key="metadata.name", operator="In", values=[node_name])]
     )

@@ -66,11 +66,10 @@ class _Group(click.Group):
         except KplaceError as exc:
             click.echo(f"kplace: error: {exc}", err=True)
             sys.exit(exc.exit_code)
-        except BrokenPipeError:  # `kplace ... | head`: stop quietly, and keep the final flush from failing too
-            import os
+        except BrokenPipeError:  # `kplace ... | head`
+            from .output import quiet_broken_pipe
 
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(0)
+            quiet_broken_pipe()
 
 
 STATE_ARG = click.argument("state", nargs=-1, required=False, metavar="STATE...")

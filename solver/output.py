@@ -33,6 +33,13 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+def quiet_broken_pipe() -> None:
+    """The reader of stdout has gone (`kplace ... | head`): stop quietly with exit code 0, and point stdout at
+    /dev/null so the final flush does not fail too."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    raise SystemExit(0)
+
+
 def console(**kwargs: Any):
     """A rich Console for kplace's tables. Piped into `head`, it stops quietly with exit code 0 (rich's own
     handler exits with 1)."""
@@ -40,7 +47,6 @@ def console(**kwargs: Any):
 
     class _Console(Console):
         def on_broken_pipe(self) -> None:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise SystemExit(0)
+            quiet_broken_pipe()
 
     return _Console(**kwargs)

@@ -128,7 +128,7 @@ def _check_name(name: str, registry: dict[str, type[Plugin]], where: str) -> Non
         raise ConfigError(f"{where}: unknown plugin {name!r}; valid plugins: {', '.join(sorted(known))}")
 
 
-def build_profile(raw: dict[str, Any], global_pct: int, where: str) -> Profile:
+def build_profile(raw: dict[str, Any], where: str) -> Profile:
     from ..plugins import registry as get_registry
 
     registry = get_registry()
@@ -214,7 +214,7 @@ def build_profile(raw: dict[str, Any], global_pct: int, where: str) -> Profile:
 
 
 def default_config() -> SchedulerConfig:
-    return SchedulerConfig(profiles={DEFAULT_SCHEDULER: build_profile({}, 0, "profiles[0]")})
+    return SchedulerConfig(profiles={DEFAULT_SCHEDULER: build_profile({}, "profiles[0]")})
 
 
 def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
@@ -235,7 +235,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     for i, pr in enumerate(profiles_raw):
         if not isinstance(pr, dict):
             raise ConfigError(f"{source}: profiles[{i}] must be a mapping")
-        prof = build_profile(pr, pct, f"{source}: profiles[{i}]")
+        prof = build_profile(pr, f"{source}: profiles[{i}]")
         if prof.scheduler_name in profiles:
             raise ConfigError(f"{source}: profiles[{i}]: duplicate schedulerName {prof.scheduler_name!r}")
         profiles[prof.scheduler_name] = prof

@@ -191,5 +191,5 @@ def parse_policy(raw: Any, source: str = "<policy>") -> SchedulerConfig:
         },
         "pluginConfig": [{"name": n, "args": a} for n, a in args.items()],
     }
-    prof = build_profile(profile, 0, f"{source}: (translated Policy)")
+    prof = build_profile(profile, f"{source}: (translated Policy)")
     return SchedulerConfig(profiles={prof.scheduler_name: prof}, extenders=extenders, source=source)

@@ -81,7 +81,7 @@ def run_filters(
     skipped: set[str],
     all_plugins: bool = False,
 ) -> FilterOutcome:
-    plugins = [p for p in profile.at("filter")]
+    plugins = profile.at("filter")
     names = [p.name for p in plugins]
     code = np.zeros(len(nodes), dtype=np.int8)
     decider = np.full(len(nodes), -1, dtype=np.int64)

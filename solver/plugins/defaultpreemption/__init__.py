@@ -152,7 +152,7 @@ def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[Pod
 
 
 def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int,
-                   fits: _Fits | None = None) -> Candidate | None:
+                   fits: _Fits) -> Candidate | None:
     state = sched.state
     lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
     if not lower:
@@ -161,7 +161,6 @@ def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node:
         return None
     if not _could_fit_without(sched, pod, node, lower):
         return None  # the resources could not fit even with every lower-priority pod gone
-    fits = fits or _Fits(sched, profile, pod)
     for p in lower:
         state.forget(p)
     try:
