@@ -351,7 +351,7 @@ def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, 
 
     pvc, f = read_claim()
     if f is not None:
-        return done(NOT_FOUND if f.code == 404 else FAILED if f.transient else REJECTED, f.code, f.message)
+        return done(_failure(f), f.code, f.message)
     have = bound(pvc)
     if have is not None:
         if what in (DYNAMIC, have):
@@ -369,7 +369,7 @@ def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, 
             what, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
         tries += n
         if f is not None:
-            return done(NOT_FOUND if f.code == 404 else FAILED if f.transient else REJECTED, f.code, f.message)
+            return done(_failure(f), f.code, f.message)
         ref = (pv.get("spec") or {}).get("claimRef") or {}
         uid = (pvc.get("metadata") or {}).get("uid") or _claim_uid(index, claim)
         if ref and (ref.get("namespace"), ref.get("name")) != (ns, name):
@@ -383,8 +383,7 @@ def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, 
             what, patch, dry_run=dry, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
     tries += n
     if f is not None:
-        result = CONFLICT if f.code == 409 else NOT_FOUND if f.code == 404 else FAILED if f.transient else REJECTED
-        return done(result, f.code, f.message)
+        return done(_failure(f, conflict=True), f.code, f.message)
     if dry_run:
         return done(PATCHED, 200, "server-side dry run: the patch was validated, the claim was not bound")
     deadline = time.monotonic() + timeout
@@ -398,6 +397,32 @@ def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, 
             why = f.message if f is not None else "the claim is not Bound"
             return done(TIMEOUT, 0, f"{why} after {timeout:g}s (bindTimeoutSeconds)")
         sleep(min(0.2, max(0.0, deadline - time.monotonic())) or 0.01)
+
+
+def _failure(f, *, conflict: bool = False) -> str:
+    """The outcome of a call that failed for good: not-found on 404, conflict on 409 where the caller reads it
+    so, failed when it might pass on a later try (429, 5xx, timeouts), rejected otherwise."""
+    if conflict and f.code == 409:
+        return CONFLICT
+    if f.code == 404:
+        return NOT_FOUND
+    return FAILED if f.transient else REJECTED
+
+
+def post_binding(core, ns: str, name: str, uid: str | None, node: str, retry: RetryPolicy,
+                 sleep: Callable[[float], None], dry: str | None = None) -> tuple[str, int, str, int]:
+    """POST pods/binding exactly as DefaultBinder does: (result, HTTP code, message, attempts). A 409 saying the
+    pod is already on `node`, after a retry, counts as bound: the earlier attempt's answer was lost."""
+    body = binding_object(ns, name, uid, node)
+    code, f, n = _call_with_retries(
+        lambda: core.create_namespaced_pod_binding(name, ns, body, dry_run=dry, _preload_content=False,
+                                                   _request_timeout=retry.timeout),
+        retry, sleep)
+    if f is None:
+        return BOUND, code, "", n
+    if f.code == 409 and n > 1 and f'already assigned to node "{node}"' in f.message:
+        return BOUND, code, "bound by an earlier attempt whose answer was lost", n
+    return _failure(f, conflict=True), code, f.message, n
 
 
 def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False, concurrency: int = 8,
@@ -442,7 +467,7 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
         elif f.code == 429 and _is_pdb_refusal(f):
             result, msg = REFUSED, f.message
         else:
-            result, msg = (FAILED if f.transient else REJECTED), f.message
+            result, msg = _failure(f), f.message
         return Outcome("evict", e.pod, e.node, result, code, msg, n, time.perf_counter() - t0,
                        {"preemptor": e.preemptor})
 
@@ -459,22 +484,8 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
 
     def bind(p) -> Outcome:
         ns, name = _split(p.pod)
-        body = binding_object(ns, name, _uid(index, p.pod), p.node)
         t0 = time.perf_counter()
-        code, f, n = _call_with_retries(
-            lambda: core.create_namespaced_pod_binding(name, ns, body, dry_run=dry, _preload_content=False,
-                                                       _request_timeout=retry.timeout),
-            retry, sleep)
-        if f is None:
-            result, msg = BOUND, ""
-        elif f.code == 409 and n > 1 and f'already assigned to node "{p.node}"' in f.message:
-            result, msg = BOUND, "bound by an earlier attempt whose answer was lost"
-        elif f.code == 409:
-            result, msg = CONFLICT, f.message
-        elif f.code == 404:
-            result, msg = NOT_FOUND, f.message
-        else:
-            result, msg = (FAILED if f.transient else REJECTED), f.message
+        result, code, msg, n = post_binding(core, ns, name, _uid(index, p.pod), p.node, retry, sleep, dry)
         return Outcome("bind", p.pod, p.node, result, code, msg, n, time.perf_counter() - t0)
 
     workers = max(1, concurrency)

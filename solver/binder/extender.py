@@ -206,20 +206,16 @@ class Extender:
             fields[f] = v
         if self.client is None:
             return {"Error": "kplace extender was started without --kubeconfig, so it cannot bind"}
-        from . import RetryPolicy, _call_with_retries, binding_object
+        from . import BOUND, RetryPolicy, post_binding
         from .kube import api
 
         ns, name, node = fields["PodNamespace"], fields["PodName"], fields["Node"]
-        body = binding_object(ns, name, fields["PodUID"] or None, node)
         core = api(self.client, "CoreV1Api")
-        retry = RetryPolicy(attempts=3, timeout=3.0)
-        _, f, n = _call_with_retries(
-            lambda: core.create_namespaced_pod_binding(name, ns, body, _preload_content=False,
-                                                       _request_timeout=retry.timeout),
-            retry, time.sleep)
-        if f is not None and not (f.code == 409 and n > 1 and f'already assigned to node "{node}"' in f.message):
-            log.info("binding %s/%s to %s failed: HTTP %s %s", ns, name, node, f.code, f.message)
-            return {"Error": f"binding {ns}/{name} to {node}: HTTP {f.code} {f.reason}: {f.message}"}
+        result, code, message, _ = post_binding(core, ns, name, fields["PodUID"] or None, node,
+                                                RetryPolicy(attempts=3, timeout=3.0), time.sleep)
+        if result != BOUND:
+            log.info("binding %s/%s to %s failed: HTTP %s %s", ns, name, node, code, message)
+            return {"Error": f"binding {ns}/{name} to {node}: HTTP {code} {result}: {message}"}
         key = f"{ns}/{name}"
         with self.lock:
             pod = self.pending.pop(key, None)
