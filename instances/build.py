@@ -11,6 +11,7 @@ When ../shared/data is absent (a fresh clone), the builder says so and exits 0: 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from datetime import datetime
@@ -24,14 +25,11 @@ from kplace.models.selectors import required_node_affinity_matches
 from kplace.models.snapshot import ClusterSnapshot, finalize
 from kplace.models.tolerations import tolerated_by_any
 from kplace.models.workloads import expand_workloads, pinned_node
+from kplace.solver.binder.kube import LIST_KINDS
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-_API_VERSION = {
-    "Node": "v1", "Pod": "v1", "Namespace": "v1", "PersistentVolume": "v1", "PersistentVolumeClaim": "v1",
-    "Service": "v1", "PodDisruptionBudget": "policy/v1", "PriorityClass": "scheduling.k8s.io/v1",
-    "StorageClass": "storage.k8s.io/v1", "CSINode": "storage.k8s.io/v1",
-}
+_API_VERSION = {kind: api_version for kind, (_, _, api_version) in LIST_KINDS.items()}
 ZONE = "topology.kubernetes.io/zone"
 
 
@@ -149,7 +147,6 @@ def demo_cluster(data: Path) -> dict[str, Any]:
         _pc("default-priority", 0, "everything else", globalDefault=True),
     ]
     running = _snapshot([*classes, *cluster])
-    pods_before = {id(p) for p in running.pods}
     for p in running.pods:
         node = pinned_node(p)
         if node and not p.spec.node_name:
@@ -158,7 +155,6 @@ def demo_cluster(data: Path) -> dict[str, Any]:
     # The applications to place: pending pods of their controllers (loaded next to the running cluster).
     snap = _snapshot([*(to_wire(o) for o in running.priority_classes), *(to_wire(o) for o in running.storage_classes),
                       *(to_wire(o) for o in running.nodes), *(to_wire(p) for p in running.pods), *apps])
-    assert len(pods_before) == len(running.pods)
     pdbs = [
         _pdb("coredns", "kube-system", {"k8s-app": "kube-dns"}, maxUnavailable=1),
         _pdb("metrics-server", "kube-system", {"k8s-app": "metrics-server"}, minAvailable=1),
@@ -174,9 +170,10 @@ def _template(data: Path, name: str) -> dict[str, Any]:
 
 def _perf_nodes(data: Path, count: int, tainted: int = 0) -> list[dict[str, Any]]:
     """scheduler_perf's node templates, named and labelled as its labelNodePrepareStrategy does (3 zones)."""
+    templates = {name: _template(data, name) for name in ("node-default", "node-with-taint")}
     out = []
     for i in range(count):
-        t = json.loads(json.dumps(_template(data, "node-with-taint" if i >= count - tainted else "node-default")))
+        t = copy.deepcopy(templates["node-with-taint" if i >= count - tainted else "node-default"])
         name = f"{t['metadata'].pop('generateName')}{i:03d}"
         t["metadata"].update(name=name, labels={"kubernetes.io/hostname": name, ZONE: f"zone{i % 3 + 1}"})
         t["status"]["allocatable"] = t["status"]["capacity"]
@@ -189,7 +186,7 @@ def _perf_pods(data: Path, template: str, count: int, ns: str, prefix: str, node
     base = _template(data, template)
     out = []
     for i in range(count):
-        p = json.loads(json.dumps(base))
+        p = copy.deepcopy(base)
         p["metadata"].pop("generateName", None)
         p["metadata"].update(name=f"{prefix}-{i:04d}", namespace=ns,
                              creationTimestamp=f"2024-06-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z")
