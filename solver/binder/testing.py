@@ -168,6 +168,21 @@ class FakeApiServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
+    def request(self, method: str, path: str, body: Any = None, *, token: str | None = None,
+                ctype: str = "application/json") -> tuple[int, Any]:
+        """(status, JSON body) of a raw request, for tests that speak to the server directly."""
+        import urllib.error
+        import urllib.request
+
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode() if body is not None else None,
+                                     method=method, headers={"Content-Type": ctype,
+                                                             "Authorization": f"Bearer {token or self.token}"})
+        try:
+            with urllib.request.urlopen(req) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
     def kubeconfig(self, directory, name: str = "kubeconfig") -> str:
         """Write a kubeconfig pointing at this server (context `fake`) and return its path."""
         import yaml

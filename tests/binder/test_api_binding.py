@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
+import time
 
 from click.testing import CliRunner
 from kplace.models import compile_index
@@ -23,23 +22,17 @@ def _objects():
     return [node("a"), node("b"), *(pod(n) for n in ("p", "q", "r", "s"))]
 
 
-def _commit(api, plan, objects=None, **kw):
+def _commit(api, plan, objects=None, sleep=lambda s: None, **kw):
     index = compile_index(build_snapshot(*(objects or _objects())))
     client = new_client(api.kubeconfig_path)
     try:
-        return commit_api(plan, index, client, retry=FAST, sleep=lambda s: None, **kw)
+        return commit_api(plan, index, client, retry=FAST, sleep=sleep, **kw)
     finally:
         client.close()
 
 
 def _post(api, path, body, token="test-token"):
-    req = urllib.request.Request(api.url + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+    return api.request("POST", path, body, token=token)
 
 
 def test_each_binding_is_posted_to_pods_binding_exactly_as_default_binder_builds_it(fake_api):
@@ -84,11 +77,8 @@ def test_429_5xx_and_timeouts_are_retried_with_backoff_then_reported(fake_api):
     api.fail("/pods/r/binding", 0, delay=1.0)  # stalls past the client's 0.5 s timeout, then hangs up
     api.fail("/pods/s/binding", 503, times=10)  # never recovers
     sleeps: list[float] = []
-    index = compile_index(build_snapshot(*_objects()))
-    client = new_client(api.kubeconfig_path)
     plan = Plan("greedy", [Placement(f"default/{n}", "b") for n in ("p", "q", "r", "s")])
-    summary = commit_api(plan, index, client, retry=FAST, sleep=sleeps.append, concurrency=4)
-    client.close()
+    summary = _commit(api, plan, sleep=sleeps.append, concurrency=4)
     by_pod = {o["pod"]: o for o in summary["outcomes"]}
     assert (by_pod["default/p"]["result"], by_pod["default/p"]["attempts"]) == ("bound", 3)
     assert (by_pod["default/q"]["result"], by_pod["default/q"]["attempts"]) == ("bound", 2)
@@ -221,12 +211,7 @@ def _preemption_case():
 def test_a_preemptor_is_bound_only_after_its_victim_has_terminated(fake_api):
     objects, plan = _preemption_case()
     api = fake_api(objects, termination_seconds=0.4)
-    index = compile_index(build_snapshot(*objects))
-    client = new_client(api.kubeconfig_path)
-    try:
-        summary = commit_api(plan, index, client, retry=FAST)
-    finally:
-        client.close()
+    summary = _commit(api, plan, objects, sleep=time.sleep)
     assert [(o["step"], o["result"]) for o in summary["outcomes"]] == [("evict", "evicted"), ("bind", "bound")]
     calls = [(c["method"], c["path"]) for c in api.calls()]
     bind_at = calls.index(("POST", "/api/v1/namespaces/default/pods/urgent/binding"))
@@ -237,12 +222,7 @@ def test_a_preemptor_is_bound_only_after_its_victim_has_terminated(fake_api):
 def test_a_preemptor_whose_victim_does_not_terminate_in_time_stays_unbound(fake_api):
     objects, plan = _preemption_case()
     api = fake_api(objects, termination_seconds=30)
-    index = compile_index(build_snapshot(*objects))
-    client = new_client(api.kubeconfig_path)
-    try:
-        summary = commit_api(plan, index, client, retry=FAST, victim_timeout=0.3)
-    finally:
-        client.close()
+    summary = _commit(api, plan, objects, sleep=time.sleep, victim_timeout=0.3)
     bind = summary["outcomes"][1]
     assert (bind["step"], bind["result"]) == ("bind", "skipped")
     assert "victims still terminating after 0.3s: default/victim" in bind["message"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 
 import yaml
 from kplace.models import compile_index
@@ -116,13 +114,7 @@ def test_a_dry_run_validates_the_patches_and_changes_nothing(fake_api):
 
 
 def _request(api, method, path, body=None, ctype="application/merge-patch+json"):
-    req = urllib.request.Request(api.url + path, data=json.dumps(body).encode() if body is not None else None,
-                                 method=method, headers={"Content-Type": ctype, "Authorization": "Bearer test-token"})
-    try:
-        with urllib.request.urlopen(req) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+    return api.request(method, path, body, ctype=ctype)
 
 
 def test_the_fake_server_gets_and_patches_pvs_and_pvcs_strictly(fake_api):
