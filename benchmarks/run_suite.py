@@ -277,12 +277,12 @@ def vbp_table(rows: list[dict]) -> tuple[str, int, int]:
     return "\n".join(out), hit, known
 
 
-def targets(rows: list[dict]) -> str:
+def targets(rows: list[dict], hit: int, known: int) -> str:
+    """The issue-4 targets table; `hit`/`known` are vbp_table's counts."""
     lines = ["| target | measured | verdict |", "|---|---|---|"]
-    everywhere = [r for r in rows]
-    bad = [f"{r['family']} {r['label']} seed {r['seed']}" for r in everywhere if not r["lex_at_least"]]
+    bad = [f"{r['family']} {r['label']} seed {r['seed']}" for r in rows if not r["lex_at_least"]]
     lines.append(f"| CP-SAT places at least what greedy places, priority by priority, on every instance | "
-                 f"{len(everywhere) - len(bad)}/{len(everywhere)} runs"
+                 f"{len(rows) - len(bad)}/{len(rows)} runs"
                  + (f"; fewer on {', '.join(bad)}" if bad else "")
                  + f" | {'met' if not bad else 'MISSED'} |")
     for fam, pred in (("dcm", lambda r: r["label"].startswith("F=100%, 5,000 nodes")), ("fragmentation", None),
@@ -296,7 +296,6 @@ def targets(rows: list[dict]) -> str:
         what = "DCM F=100% at 5,000 nodes" if fam == "dcm" else fam
         lines.append(f"| strictly more on {what} | more on {more}/{len(rs)} runs (median {gain:+g} pods) | "
                      f"{'met' if more == len(rs) else 'MISSED' if more == 0 else 'partly met'} |")
-    _, hit, known = vbp_table(rows)
     if known:
         lines.append(f"| `--objective pack`: nodes = published optimum on ≥ 90% of vbp instances, within 10 s | "
                      f"{hit}/{known} ({hit / known:.0%}) | {'met' if hit >= 0.9 * known else 'MISSED'} |")
@@ -329,6 +328,24 @@ def targets(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _save(fig, name: str, made: list[str]) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(IMG / name, dpi=96)
+    plt.close(fig)
+    made.append(name)
+
+
+def _barh_pair(ax, labels: list[str], greedy: list[float], cpsat: list[float], cpsat_label: str) -> None:
+    """Greedy and CP-SAT side by side, one pair of horizontal bars per instance family."""
+    y = range(len(labels))
+    ax.barh([i + 0.2 for i in y], greedy, height=0.4, color="#d9822b", label="greedy (kube-scheduler)")
+    ax.barh([i - 0.2 for i in y], cpsat, height=0.4, color="#2b6cb0", label=cpsat_label)
+    ax.set_yticks(list(y), labels, fontsize=8)
+    ax.invert_yaxis()
+
+
 def plots(rows: list[dict], suffix: str) -> list[str]:
     import matplotlib
 
@@ -339,39 +356,22 @@ def plots(rows: list[dict], suffix: str) -> list[str]:
     made = []
     groups = [(k, rs) for k, rs in _groups(rows).items() if k[0] != "vbp"]
     labels = [f"{f}: {lab}" for (f, lab), _ in groups]
-    y = range(len(groups))
     fig, ax = plt.subplots(figsize=(9, 0.42 * len(groups) + 1.2))
     g = [100 * _med(rs, "greedy_placed") / max(1, _med(rs, "pods")) for _, rs in groups]
     c = [100 * _med(rs, "cpsat_placed") / max(1, _med(rs, "pods")) for _, rs in groups]
-    ax.barh([i + 0.2 for i in y], g, height=0.4, color="#d9822b", label="greedy (kube-scheduler)")
-    ax.barh([i - 0.2 for i in y], c, height=0.4, color="#2b6cb0", label="CP-SAT")
-    ax.set_yticks(list(y), labels, fontsize=8)
-    ax.invert_yaxis()
+    _barh_pair(ax, labels, g, c, "CP-SAT")
     ax.set_xlabel("pending pods placed, % (median over seeds)")
-    lo = min([*g, *c, 100])
-    ax.set_xlim(max(0, lo - 5), 100.5)
+    ax.set_xlim(max(0, min([*g, *c, 100]) - 5), 100.5)
     ax.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
-    name = f"cpsat-placed{suffix}.png"
-    fig.savefig(IMG / name, dpi=96)
-    plt.close(fig)
-    made.append(name)
+    _save(fig, f"cpsat-placed{suffix}.png", made)
 
     fig, ax = plt.subplots(figsize=(9, 0.42 * len(groups) + 1.2))
-    ax.barh([i + 0.2 for i in y], [_med(rs, "greedy_seconds") for _, rs in groups], height=0.4, color="#d9822b",
-            label="greedy")
-    ax.barh([i - 0.2 for i in y], [_med(rs, "cpsat_seconds") for _, rs in groups], height=0.4, color="#2b6cb0",
-            label="CP-SAT (time limit split over windows)")
-    ax.set_yticks(list(y), labels, fontsize=8)
-    ax.invert_yaxis()
+    _barh_pair(ax, labels, [_med(rs, "greedy_seconds") for _, rs in groups],
+               [_med(rs, "cpsat_seconds") for _, rs in groups], "CP-SAT (time limit split over windows)")
     ax.set_xscale("log")
     ax.set_xlabel("wall seconds, engine + verifier (median over seeds, log scale)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    name = f"cpsat-times{suffix}.png"
-    fig.savefig(IMG / name, dpi=96)
-    plt.close(fig)
-    made.append(name)
+    _save(fig, f"cpsat-times{suffix}.png", made)
 
     vs = [r for r in rows if r["family"] == "vbp" and r["vbp_optimum"]]
     if vs:
@@ -385,11 +385,7 @@ def plots(rows: list[dict], suffix: str) -> list[str]:
         ax.set_xticks(list(x), [r["label"] for r in vs], rotation=60, ha="right", fontsize=7)
         ax.set_ylabel("nodes used / published optimum")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        name = f"cpsat-vbp{suffix}.png"
-        fig.savefig(IMG / name, dpi=96)
-        plt.close(fig)
-        made.append(name)
+        _save(fig, f"cpsat-vbp{suffix}.png", made)
 
     w = next((r for r in rows if r["target"] == "window-5000x1000" and r["timeline"]), None)
     if w:
@@ -402,16 +398,12 @@ def plots(rows: list[dict], suffix: str) -> list[str]:
         ax.set_xlabel("seconds since the CP-SAT engine started")
         ax.set_title(f"{w['family']} {w['label']}", fontsize=10)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        name = f"cpsat-timeline{suffix}.png"
-        fig.savefig(IMG / name, dpi=96)
-        plt.close(fig)
-        made.append(name)
+        _save(fig, f"cpsat-timeline{suffix}.png", made)
     return made
 
 
 def section(rows: list[dict], quick: bool, seconds: float, images: list[str]) -> str:
-    vbp, _, _ = vbp_table(rows)
+    vbp, hit, known = vbp_table(rows)
     pics = "\n".join(f"![{n}](img/{n})" for n in images)
     warn = [f"{r['family']} {r['label']} seed {r['seed']}: {w}" for r in rows for w in r["fallback_warnings"]]
     return f"""{BEGIN}
@@ -432,7 +424,7 @@ Machine: {machine()}. Commit: {commit()}. Suite run time: {seconds / 60:.1f} min
 
 ### Targets (issue 4)
 
-{targets(rows)}
+{targets(rows, hit, known)}
 
 {family_tables(rows)}
 {vbp}
@@ -476,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     out = RESULTS / f"cpsat-suite{'-quick' if args.quick else ''}.json"
     if args.docs_from:
         saved = json.loads(Path(args.docs_from).read_text())
+        if saved.get("commit") and not os.environ.get("KPLACE_SUITE_COMMIT"):
+            os.environ["KPLACE_SUITE_COMMIT"] = saved["commit"].split()[0]  # the commit measured, not this one
         write_docs(saved["rows"], saved["quick"], saved["seconds"], args.note or saved.get("note", ""))
         return 0
     only = {x for x in args.only.split(",") if x}
@@ -505,11 +499,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"greedy {row['greedy_placed']}/{row['pods']} ({row['greedy_seconds']:.1f}s), CP-SAT "
                   f"{row['cpsat_placed']} ({row['cpsat_seconds']:.1f}s, {row['statuses']}) "
                   f"[{row['run_seconds']:.0f}s]", file=sys.stderr)
-            out.write_text(json.dumps({"quick": args.quick, "seconds": time.perf_counter() - started, "rows": rows},
-                                      indent=1))
+            out.write_text(json.dumps({"quick": args.quick, "seconds": time.perf_counter() - started,
+                                       "note": args.note, "commit": commit(), "rows": rows}, indent=1))
     seconds = time.perf_counter() - started
     good = [r for r in rows if "error" not in r]
-    out.write_text(json.dumps({"quick": args.quick, "seconds": seconds, "rows": rows}, indent=1))
+    out.write_text(json.dumps({"quick": args.quick, "seconds": seconds, "note": args.note, "commit": commit(),
+                               "rows": rows}, indent=1))
     print(f"{len(good)}/{len(rows)} runs in {seconds / 60:.1f} min; results in {out}", file=sys.stderr)
     if not args.no_docs and good:
         write_docs(rows, args.quick, seconds, args.note)
