@@ -74,6 +74,11 @@ class PodInfo:
 _NO_TIME = datetime.max.replace(tzinfo=UTC)
 
 
+def first_label(labels: dict[str, str], keys: tuple[str, ...]) -> str:
+    """The value of the first of `keys` the labels carry ("" if none), e.g. the GA zone label before the beta."""
+    return next((labels[k] for k in keys if k in labels), "")
+
+
 def queue_key(pod: PodInfo) -> tuple[int, datetime, int]:
     """PrioritySort's order: higher priority first, then the earlier queue time, then input order.
 
@@ -204,8 +209,7 @@ class ClusterIndex:
         """
         zones: dict[tuple[str, str], list[int]] = {}
         for i, labels in enumerate(self.node_labels):
-            region = next((labels[k] for k in REGION_LABELS if k in labels), "")
-            zone = next((labels[k] for k in ZONE_LABELS if k in labels), "")
+            region, zone = first_label(labels, REGION_LABELS), first_label(labels, ZONE_LABELS)
             zones.setdefault((region, zone), []).append(i)
         out: list[int] = []
         lists = list(zones.values())

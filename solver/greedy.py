@@ -190,7 +190,7 @@ class GreedyScheduler:
                     return Attempt(int(one[0]), volume_bindings=self.reserve(profile, pod, int(one[0])))
 
         order = self.index.tree_order
-        nodes = order if pre.nodes is None else order[np.isin(order, pre.nodes)]
+        nodes = pre.candidates(order)
         feasible, outcome, processed = self.feasible_nodes(profile, pod, cycle, nodes, pre.skipped)
         # kube counts evaluated nodes (feasible + rejected) and rotates over all nodes.
         self.next_start = (self.next_start + processed) % max(1, self.n_nodes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kplace.models.index import REGION_LABELS, ZONE_LABELS, ClusterIndex
+from kplace.models.index import REGION_LABELS, ZONE_LABELS, ClusterIndex, first_label
 from kplace.models.quantity import format_quantity
 
 POOL_LABELS = (
@@ -21,10 +21,6 @@ POOL_LABELS = (
 INSTANCE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 
 
-def _first(labels: dict[str, str], keys: tuple[str, ...]) -> str:
-    return next((labels[k] for k in keys if k in labels), "")
-
-
 def summarize(index: ClusterIndex) -> dict[str, Any]:
     """Everything `inspect` shows, as plain data (the JSON output is exactly this)."""
     snap = index.snapshot
@@ -36,11 +32,11 @@ def summarize(index: ClusterIndex) -> dict[str, Any]:
         labels = index.node_labels[i]
         shape = [format_quantity(r, int(index.alloc[i, index.rid[r]])) for r in index.resources
                  if index.alloc[i, index.rid[r]] > 0 and r != "ephemeral-storage"]
-        inst = _first(labels, INSTANCE_LABELS)
+        inst = first_label(labels, INSTANCE_LABELS)
         shapes[(f"{inst}: " if inst else "") + " / ".join(shape) + f" / {index.max_pods[i]} pods"] += 1
-        region, zone = _first(labels, REGION_LABELS), _first(labels, ZONE_LABELS)
+        region, zone = first_label(labels, REGION_LABELS), first_label(labels, ZONE_LABELS)
         zones[f"{region}/{zone}" if region else (zone or "<none>")] += 1
-        pools[_first(labels, POOL_LABELS) or "<none>"] += 1
+        pools[first_label(labels, POOL_LABELS) or "<none>"] += 1
         for t in node.spec.taints:
             taints[f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"] += 1
         if node.spec.unschedulable:

@@ -277,7 +277,7 @@ def score_metrics(index: ClusterIndex, config: SchedulerConfig, state: ClusterSt
         try:
             cycle = CycleState()
             pre = run_pre_filter(profile, state, pod, cycle)
-            nodes = all_nodes if pre.nodes is None else all_nodes[np.isin(all_nodes, pre.nodes)]
+            nodes = pre.candidates(all_nodes)
             out = run_filters(profile, state, pod, cycle, nodes, pre.skipped)
             feasible = nodes[out.code == 0]
             if n not in set(feasible.tolist()):  # placed by a plan order other than "last" (affinity partners)

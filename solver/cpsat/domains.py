@@ -63,7 +63,7 @@ def group_domain(profile: Profile, state: ClusterState, group: PodGroup) -> Grou
     if pre.code != Code.SUCCESS:
         return GroupDomain(np.zeros(0, np.int64), np.zeros(0, np.int64))
     order = state.index.tree_order
-    nodes = order if pre.nodes is None else order[np.isin(order, pre.nodes)]
+    nodes = pre.candidates(order)
     out = run_filters(profile, state, group.rep, cycle, nodes, pre.skipped | set(CROSS_POD))
     ok = nodes[out.code == 0]
     ok = ok[_fixed_pruning(profile, state, group, cycle, ok, pre.skipped)]

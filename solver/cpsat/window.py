@@ -397,7 +397,7 @@ class CpsatScheduler:
         if pre.code != 0:
             return fit_error_message(n_all, Counter(), pre.reason)
         order = self.index.tree_order
-        nodes = order if pre.nodes is None else order[np.isin(order, pre.nodes)]
+        nodes = pre.candidates(order)
         out = run_filters(profile, self.state, pod, cycle, nodes, pre.skipped)
         reasons = count_reasons(out)
         if len(nodes) < n_all:

@@ -28,6 +28,10 @@ class PreFilterOutcome:
     skipped: set[str] = field(default_factory=set)
     narrowed_by: list[str] = field(default_factory=list)  # plugins that returned a node subset
 
+    def candidates(self, nodes: np.ndarray) -> np.ndarray:
+        """`nodes` (in their order) restricted to the PreFilter node subset, if any."""
+        return nodes if self.nodes is None else nodes[np.isin(nodes, self.nodes)]
+
     @property
     def absent_reason(self) -> str:
         """Status kube gives nodes left out by a PreFilter node subset (UnschedulableAndUnresolvable)."""
