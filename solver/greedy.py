@@ -29,7 +29,7 @@ from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.plan import Eviction, Placement, Plan
 
 from .framework.config import NOT_IMPLEMENTED, Profile, SchedulerConfig, default_config
-from .framework.plugin import Code, CycleState
+from .framework.plugin import Code, CycleState, FilterResult
 from .framework.runtime import (
     FilterOutcome,
     count_reasons,
@@ -280,10 +280,8 @@ def _merge_outcomes(outcomes: list[tuple[FilterOutcome, int]]) -> FilterOutcome 
         out, k = outcomes[0]
         if k == len(out.nodes):
             return out
-        from .framework.plugin import FilterResult
-
         results = {}
-        for name, r in out.results.items():  # as the general merge below: reasons sorted and merged by text
+        for name, r in out.results.items():  # the one-chunk fast path of the merge below (same result)
             texts = sorted({t for t, _ in r.reasons})
             if len(texts) == len(r.reasons):
                 reasons = [(t, m[:k]) for t, m in sorted(r.reasons, key=lambda tm: tm[0])]
@@ -292,23 +290,21 @@ def _merge_outcomes(outcomes: list[tuple[FilterOutcome, int]]) -> FilterOutcome 
             results[name] = FilterResult(r.code[:k], reasons)
         return FilterOutcome(nodes=out.nodes[:k], code=out.code[:k], plugin=out.plugin[:k], plugins=out.plugins,
                              results=results)
-    from .framework.plugin import FilterResult
-
     names = outcomes[0][0].plugins
     nodes = np.concatenate([o.nodes[:k] for o, k in outcomes])
     code = np.concatenate([o.code[:k] for o, k in outcomes])
     plugin = np.concatenate([o.plugin[:k] for o, k in outcomes])
     results: dict[str, FilterResult] = {}
     for name in names:
-        parts = [(o.results.get(name), k, len(o.nodes)) for o, k in outcomes]
-        if all(r is None for r, _, _ in parts):
+        parts = [(o.results.get(name), k) for o, k in outcomes]
+        if all(r is None for r, _ in parts):
             continue
-        res_code = np.concatenate([r.code[:k] if r is not None else np.zeros(k, np.int8) for r, k, _ in parts])
-        texts = sorted({t for r, _, _ in parts if r is not None for t, _ in r.reasons})
+        res_code = np.concatenate([r.code[:k] if r is not None else np.zeros(k, np.int8) for r, k in parts])
+        texts = sorted({t for r, _ in parts if r is not None for t, _ in r.reasons})
         reasons = []
         for t in texts:
             masks = []
-            for r, k, _ in parts:
+            for r, k in parts:
                 m = np.zeros(k, dtype=bool)
                 if r is not None:
                     for text, mask in r.reasons:

@@ -20,7 +20,7 @@ from typing import Any
 
 from kplace.models.index import ClusterIndex
 
-from ..binder import _split, _uid, binding_object, eviction_object
+from ..binder import BOUND, RetryPolicy, _split, _uid, eviction_object, post_binding
 from ..binder.kube import api as kube_api
 from ..binder.kube import new_client
 
@@ -86,7 +86,7 @@ def _apply(plan: dict[str, Any], index: ClusterIndex, api, timeout: float, sched
                 events.append({"wave": w, "action": "left to its scheduler", "pod": p["pod"], "node": p["node"]})
                 places.remove(p)
                 continue
-            err = _bind(api, ApiException, ns, name, pi.pod.metadata.uid, p["node"])
+            err = _bind(api, ns, name, pi.pod.metadata.uid, p["node"])
             if err:
                 return stop(f"wave {w}: {err}")
             events.append({"wave": w, "action": "bound", "pod": p["pod"], "node": p["node"]})
@@ -117,7 +117,7 @@ def _apply(plan: dict[str, Any], index: ClusterIndex, api, timeout: float, sched
                         if full in handled or (p.spec.scheduler_name or "default-scheduler") != scheduler_name:
                             continue
                         dst = free.pop(0)
-                        err = _bind(api, ApiException, ns, p.metadata.name, p.metadata.uid, dst)
+                        err = _bind(api, ns, p.metadata.name, p.metadata.uid, dst)
                         if err:
                             return stop(f"wave {w}: {err}")
                         handled.add(full)
@@ -143,10 +143,7 @@ def _apply(plan: dict[str, Any], index: ClusterIndex, api, timeout: float, sched
     return report
 
 
-def _bind(api, api_exception, ns: str, name: str, uid: str | None, node: str) -> str | None:
-    body = binding_object(ns, name, uid, node)
-    try:
-        api.create_namespaced_pod_binding(name, ns, body, _preload_content=False)
-    except api_exception as exc:
-        return f"binding {ns}/{name} to {node} failed: HTTP {exc.status} {exc.reason}"
-    return None
+def _bind(api, ns: str, name: str, uid: str | None, node: str) -> str | None:
+    """One DefaultBinder POST, no retries (the wave stops on any surprise); None when bound, else why not."""
+    result, code, message, _ = post_binding(api, ns, name, uid, node, RetryPolicy(attempts=1), time.sleep)
+    return None if result == BOUND else f"binding {ns}/{name} to {node} failed: HTTP {code} {result}: {message}"
