@@ -83,3 +83,20 @@ def build_snapshot(*objects: dict[str, Any] | list[dict[str, Any]]) -> ClusterSn
 def build_state(*objects: dict[str, Any] | list[dict[str, Any]]) -> ClusterState:
     """Compile objects (dicts or lists of dicts) into a fresh ClusterState."""
     return ClusterState(ClusterIndex(build_snapshot(*objects)))
+
+
+SKIPPED = "skip"
+"""What a filter-running test helper returns when the plugin's PreFilter skipped the pod."""
+
+
+def assert_filter(result, want, reasons: dict) -> None:
+    """A filter `result` (or SKIPPED) gives the codes `want` per node, each failing node with `reasons[code]`."""
+    if want == SKIPPED:
+        assert result == SKIPPED
+        return
+    assert result != SKIPPED
+    from .framework.plugin import Code
+
+    assert [Code(c) for c in result.code] == want
+    for i, code in enumerate(want):
+        assert result.reasons_of(i) == reasons.get(code, [])

@@ -8,9 +8,10 @@ from kplace.solver.plugins.podtopologyspread import (
     PodTopologySpread,
 )
 from kplace.solver.plugins.podtopologyspread.spread import normalize_spread
-from kplace.solver.testing import build_state, node, pod
+from kplace.solver.testing import SKIPPED, assert_filter, build_state, node, pod
 
-OK, U, UU, SKIP = Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "skip"
+OK, U, UU = Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+SKIP = SKIPPED
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 
@@ -117,14 +118,7 @@ FILTER_CASES = [
 @pytest.mark.parametrize(("name", "nodes", "objects", "want"), FILTER_CASES, ids=[c[0] for c in FILTER_CASES])
 def test_filter(name, nodes, objects, want):
     result = run_filter(nodes, objects)
-    if want == SKIP:
-        assert result == SKIP
-        return
-    assert result != SKIP
-    assert [Code(c) for c in result.code] == want
-    for i, code in enumerate(want):
-        expected = {OK: [], U: [REASON_CONSTRAINTS_NOT_MATCH], UU: [REASON_NODE_LABEL_NOT_MATCH]}[code]
-        assert result.reasons_of(i) == expected
+    assert_filter(result, want, {U: [REASON_CONSTRAINTS_NOT_MATCH], UU: [REASON_NODE_LABEL_NOT_MATCH]})
 
 
 def test_filter_follows_assume():
