@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from .errors import InputError
 from .k8s import (
     CSINode,
-    LabelSelector,
     Namespace,
     Node,
     ObjectMeta,
@@ -78,7 +77,9 @@ def is_pending(pod: Pod) -> bool:
 
 def pdb_health(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> tuple[int, int]:
     """(currently healthy, expected) pods selected by the PDB: bound, running, not terminating."""
-    sel = Selector(pdb.spec.selector or LabelSelector())
+    if pdb.spec.selector is None:  # policy/v1: a null selector selects no pods ({} selects them all)
+        return 0, 0
+    sel = Selector(pdb.spec.selector)
     ns = pdb.metadata.namespace
     matched = [
         p for p in snapshot.pods if p.metadata.namespace == ns and not is_finished(p) and sel.matches(p.metadata.labels)

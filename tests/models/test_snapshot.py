@@ -232,3 +232,13 @@ def test_a_daemonset_with_a_running_or_pending_pod_on_a_node_adds_none_there():
     pending = pending_pin.model_dump(by_alias=True, exclude_none=True)
     snap = build(node("a"), node("b"), pending, running, workload("DaemonSet"))
     assert len(snap.pods) == 2
+
+
+def test_a_pdb_without_a_selector_selects_no_pods_and_an_empty_one_selects_all():
+    from kplace.models.snapshot import pdb_health
+
+    null = {"kind": "PodDisruptionBudget", "metadata": {"name": "none", "namespace": "default"},
+            "spec": {"maxUnavailable": 1}}
+    snap = build(node("n"), *WEB, null, pdb("all", {}, maxUnavailable=1))
+    assert pdb_health(snap, snap.pdbs[0]) == (0, 0)
+    assert pdb_health(snap, snap.pdbs[1]) == (5, 6)  # every pod of the namespace, pending ones expected too
