@@ -19,7 +19,9 @@ Required affinity (terms T of g; H = other groups matching all of T; F = bound p
   component seeds (Σ seed[g] ≤ 1, first[g, v] ≤ seed[g]).
 DoNotSchedule spread (constraint c of g; counts over eligible nodes, same namespace, matching c's selector):
   C_v = F_v + Σ_{h matching} Y[h, v];  m ≤ C_v for every domain v (m = 0 with fewer domains than minDomains);
-  a[g, v] ⇒ C_v − m ≤ maxSkew.
+  a[g, v] ⇒ C_v − m ≤ maxSkew.  When g is the only window group the selector matches and F_v ≤ maxSkew, the
+  implication holds unconditionally (with Y[g, v] = 0, C_v − m = F_v − m ≤ maxSkew as m ≥ 0), so it is posted
+  without the enforcement literal: the same integer solutions, a much tighter linear relaxation.
 Volumes (node-local volume filters — bound PVs' node affinity, VolumeZone, conflicts with and attachments of
 bound pods, a claim already reserved or given a node — prune domains like every other filter; what follows ties
 window pods together). o[g, n] is 1 whenever a pod of g is on n (y itself when ub ≤ 1, else y ≤ ub·o).
@@ -261,9 +263,11 @@ def add_spread(v: Variables, groups: list[PodGroup], match: GroupMatcher, defaul
                     return int(tot[present].min())
 
                 v.aux_hints.append((m, hint_min))
+            alone = [h.gid for h in members] == [g.gid]
             for val in v.domains(g.gid, c.key):
-                a = v.presence(g.gid, c.key, val)
-                v.model.add(int(fixed[val]) + sum(count.get(val, [])) - m <= c.max_skew).only_enforce_if(a)
+                ct = v.model.add(int(fixed[val]) + sum(count.get(val, [])) - m <= c.max_skew)
+                if not (alone and fixed[val] <= c.max_skew):
+                    ct.only_enforce_if(v.presence(g.gid, c.key, val))
 
 
 # --- volumes ----------------------------------------------------------------------------------------------

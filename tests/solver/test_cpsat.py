@@ -106,6 +106,21 @@ def test_do_not_schedule_spread_keeps_zone_skew_within_max_skew():
     assert sum(1 for n in placed.values() if n) == 5
 
 
+def test_a_domain_already_over_max_skew_still_lets_the_group_fill_the_other_domains():
+    # z1 holds 3 matching pods (> maxSkew 1); z2 has room for one more pod only. Pods may still go to z2 and
+    # z3 (z3 up to min + 1 = 2), so all 3 are placed and none in z1: the skew rule binds only where pods land.
+    nodes = [node("z1-0", labels={ZONE: "z1"}), node("z2-0", cpu="300m", labels={ZONE: "z2"}),
+             node("z3-0", labels={ZONE: "z3"})]
+    spread = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                                             "labelSelector": {"matchLabels": {"app": "s"}}}]}
+    bound = [pod(f"old-{i}", cpu="0", node_name="z1-0", labels={"app": "s"}) for i in range(3)]
+    pods = [pod(f"s-{i}", cpu="200m", labels={"app": "s"}, spec=spread, creation=_ts(i)) for i in range(3)]
+    plan = schedule_cpsat(build_state(nodes, bound, pods).index, options=OPTS)
+    zones = sorted(n.split("-")[0] for n in _placed(plan).values() if n)
+    assert zones == ["z2", "z3", "z3"]
+    assert plan.windows[0]["status"] == "OPTIMAL"
+
+
 def test_two_pods_wanting_the_same_host_port_never_share_a_node():
     ports = {"containers": [{"name": "c", "image": "x", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}
     state = build_state([node("a"), node("b")], [pod(f"p{i}", spec=ports, creation=_ts(i)) for i in range(3)])
