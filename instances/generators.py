@@ -294,19 +294,43 @@ def _weighted(rng: random.Random, table: list[tuple[int, int]]) -> int:
     return rng.choices([v for v, _ in table], weights=[w for _, w in table])[0]
 
 
+def _dcm_fill(rng: random.Random, fill: int) -> list[dict[str, str]]:
+    """Requests of the running pods on one node: DCM-sized pods added while both cpu and memory stay under a
+    level drawn uniformly within ±25 points of `fill`% of what the system pod leaves (1900m, 1900Mi)."""
+    level = min(100.0, max(0.0, fill + rng.uniform(-25, 25))) / 100
+    room_cpu, room_mem = 1900 * level, 1900 * level
+    out: list[dict[str, str]] = []
+    misses = 0
+    while misses < 3:
+        cpu, mem = _weighted(rng, _DCM_CPU), _weighted(rng, _DCM_MEM)
+        if cpu <= room_cpu and mem <= room_mem:
+            room_cpu, room_mem = room_cpu - cpu, room_mem - mem
+            out.append({"cpu": f"{cpu}m", "memory": f"{mem}Mi"})
+        else:
+            misses += 1
+    return out
+
+
 def _dcm(nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
     p = _parse_params("dcm", [Param("fraction", "percent of groups with anti-affinity", _int_in(0, 100), 0),
-                              Param("max-group", "largest group size", _int_in(1))], params)
+                              Param("max-group", "largest group size", _int_in(1)),
+                              Param("fill", "percent of each node already used by running pods", _int_in(0, 100),
+                                    0)], params)
     n_nodes = 500 if nodes is None else nodes
     n_pods = 4 * n_nodes if pods is None else pods
     cap = min(n_nodes, p["max-group"] or 100)
     rng = random.Random(seed)
+    fill_rng = random.Random(f"dcm-fill-{seed}")
     node_objs = [_node(f"dcm-node-{i:04d}", {"cpu": "2", "memory": "2000Mi", "pods": "110"}) for i in range(n_nodes)]
     items: list[Obj] = [_namespace("dcm"), *node_objs]
     for i, n in enumerate(node_objs):
         name = n["metadata"]["name"]
         items.append(_pod(f"system-{name}", "kube-system", {"cpu": "100m", "memory": "100Mi"}, created=i,
                           labels={"k8s-app": "system"}, node=name))
+        if p["fill"]:
+            for k, req in enumerate(_dcm_fill(fill_rng, p["fill"])):
+                items.append(_pod(f"running-{name}-{k}", "dcm", req, created=i, labels={"app": "running"},
+                                  node=name))
     sizes: list[int] = []
     while sum(sizes) < n_pods:
         sizes.append(min(cap, int(rng.paretovariate(1.1)), n_pods - sum(sizes)))
@@ -324,6 +348,7 @@ def _dcm(nodes: int | None, pods: int | None, seed: int, params: dict[str, str])
             items.append(_pod(f"{app}-{r:03d}", "dcm", req, created=t, labels={"app": app}, extra_spec=spec))
             t += 1
     return _as_list(items, {"kplace.io/generator": "dcm", "kplace.io/dcm-fraction": str(p["fraction"]),
+                            "kplace.io/dcm-fill": str(p["fill"]),
                             "kplace.io/groups": str(len(sizes)), "kplace.io/anti-affinity-groups": str(n_anti),
                             "kplace.io/seed": str(seed)})
 
@@ -675,7 +700,8 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
               partial(_perf, name))
        for name, w in PERF.items()},
     "dcm": ("DCM protocol: 2 CPU/2000Mi nodes with a system pod, heavy-tailed replica groups, "
-            "param fraction=F% of groups with hostname anti-affinity (0/50/100), max-group", _dcm),
+            "param fraction=F% of groups with hostname anti-affinity (0/50/100), max-group, fill=P% of each "
+            "node already used by running pods (±25 points per node)", _dcm),
     "fragmentation": ("trap: small ~1 CPU pods first (spread two per 8-CPU node), then 7-CPU pods that only fit on "
                       "emptier nodes (param large)", _fragmentation),
     "spread-zones": ("zone spread (DoNotSchedule) over unequal zones, the smaller ones nearly full (param zones)",

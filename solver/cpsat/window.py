@@ -1,7 +1,9 @@
 """The CP-SAT engine: pending pods in queue-order windows, each decided at once.
 
 Per window (earlier windows' placements are fixed for later ones):
-1. the greedy engine runs on a copy of the state: its plan is the complete hint and the fallback;
+1. the greedy engine runs on a copy of the state: its plan is the reference, the fallback and the complete
+   hint, unless it leaves pods out and a first-fit-decreasing pass (the greedy engine with MostAllocated
+   scoring, biggest pods first) places more: that plan is then the hint;
 2. identical pods are grouped; each group gets its domain and objective coefficients (`domains`), then a
    scope: the best `scope` nodes by coefficient (at least 4 per pod), plus every node the greedy plan uses;
    nodes outside a scope still count as constants in every rule (spread minima, affinity support);
@@ -79,7 +81,9 @@ class _Progress(cp_model.CpSolverSolutionCallback):
 
 @dataclass
 class _Baselines:
-    hint_state: ClusterState
+    greedy_state: ClusterState  # kube's greedy without preemption: the reference every stage reports against
+    greedy_placed: int
+    hint_state: ClusterState  # the search's starting point: greedy's plan, or the packing hint when better
     hint_attempts: dict
     fallback_state: ClusterState
     fallback_attempts: dict
@@ -171,7 +175,10 @@ class CpsatScheduler:
 
     def _solve_component(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
                          scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]], seconds: float,
-                         volume_hint: dict[str, str] | None = None) -> ComponentResult:
+                         volume_hint: dict[str, str] | None = None,
+                         reference: dict[int, dict[int, int]] | None = None) -> ComponentResult:
+        """Solve one component's stages from `hint`; each stage's "greedy" figure is `reference` (greedy's
+        counts; the hint when not given) evaluated on the same expression."""
         model = cp_model.CpModel()
         v = Variables(model, self.state, groups, scope)
         match = GroupMatcher(self.index, groups)
@@ -188,6 +195,7 @@ class CpsatScheduler:
         volumes = claims.derive(hint) if claims.derive else {}
         started = time.perf_counter()
         counts = hint
+        reference = hint if reference is None else reference
         optimal, info = True, []
         objective = bound = greedy_obj = 0.0
         for k, stage in enumerate(stages):
@@ -195,8 +203,8 @@ class CpsatScheduler:
                 # the hint already places every pod: the optimum is known, no search needed
                 model.add(stage.expr >= stage.best)
                 info.append({"stage": stage.name, "status": "OPTIMAL (hint places every pod)",
-                             "objective": stage.best, "bound": float(stage.best), "greedy": float(stage.best),
-                             "seconds": 0.0})
+                             "objective": stage.best, "bound": float(stage.best),
+                             "greedy": float(stage.evaluate(reference)), "seconds": 0.0})
                 continue
             remaining = seconds - (time.perf_counter() - started)
             share = remaining * (stage.share if k < len(stages) - 1 else 1.0)
@@ -219,7 +227,7 @@ class CpsatScheduler:
                       for g in groups}
             volumes = claims.read(solver.value)
             objective, bound = float(value), float(solver.best_objective_bound)
-            greedy_obj = float(stage.evaluate(hint))
+            greedy_obj = float(stage.evaluate(reference))
             entry = {"stage": stage.name, "status": solver.status_name(status), "objective": value,
                      "bound": bound, "greedy": greedy_obj, "seconds": round(solver.wall_time, 4)}
             if (self.opts.deterministic and status != cp_model.OPTIMAL
@@ -237,15 +245,16 @@ class CpsatScheduler:
         started = time.perf_counter()
         base = self._greedy_baselines(pods)
         if self.opts.on_progress is not None:  # from here on the window always has a plan as good as greedy's
-            n_placed = float(sum(1 for a in base.hint_attempts.values() if a.node is not None))
+            n_placed = float(base.greedy_placed)
             self.opts.on_progress(time.perf_counter() - started, n_placed, n_placed, INCUMBENT)
         groups = group_pods(self.index, pods)
         hint = _greedy_counts(groups, base.hint_state)
+        reference = hint if base.greedy_state is base.hint_state else _greedy_counts(groups, base.greedy_state)
         volume_hint = {k: pv for a in base.hint_attempts.values() for k, pv in a.volume_bindings.items()}
         domains = {g.gid: group_domain(self._profile(g.rep), self.state, g) for g in groups}
-        scope = {g.gid: self._scope(g, domains[g.gid], hint[g.gid]) for g in groups}
+        scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
         comps = self._components(groups, scope, GroupMatcher(self.index, groups))
-        solved = self._solve_components(comps, domains, scope, hint, volume_hint,
+        solved = self._solve_components(comps, domains, scope, hint, reference, volume_hint,
                                         max(0.05, seconds - (time.perf_counter() - started)))
 
         cpsat_nodes = self._assign(groups, solved.counts)
@@ -273,31 +282,36 @@ class CpsatScheduler:
         return window, placements, evictions
 
     def _greedy_baselines(self, pods: list[PodInfo]) -> _Baselines:
-        """Greedy on copies of the state: without preemption (the hint, which the model can represent) and,
-        when that leaves pods out and preemption is on, with it (the fallback, which is kube's answer). With
-        `--objective pack` the hint is the packing hint when it places at least as much."""
+        """Greedy on copies of the state: without preemption (the reference and the hint, which the model can
+        represent) and, when that leaves pods out and preemption is on, with it (the fallback, which is kube's
+        answer). The packing hint (`_packing_hint`) replaces greedy's as the hint when it places more, priority
+        by priority, or, with `--objective pack`, at least as much."""
         index = self.index
-        hint_state = self.state.fork()
+        greedy_state = self.state.fork()
         sched = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed,
-                                state=hint_state, preemption=False)
-        hint_attempts = {p.idx: sched.schedule_one(p) for p in pods}
-        fallback_state, fallback_attempts = hint_state, hint_attempts
-        if any(a.node is None for a in hint_attempts.values()) and any(self._profile(p).preemption for p in pods):
+                                state=greedy_state, preemption=False)
+        greedy_attempts = {p.idx: sched.schedule_one(p) for p in pods}
+        greedy_placed = {i for i, a in greedy_attempts.items() if a.node is not None}
+        fallback_state, fallback_attempts = greedy_state, greedy_attempts
+        if len(greedy_placed) < len(pods) and any(self._profile(p).preemption for p in pods):
             fallback_state = self.state.fork()
             sched = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed,
                                     state=fallback_state)
             fallback_attempts = {p.idx: sched.schedule_one(p) for p in pods}
-        if self.opts.objective == "pack":
+        hint_state, hint_attempts = greedy_state, greedy_attempts
+        if self.opts.objective == "pack" or len(greedy_placed) < len(pods):
             pack_state, pack_attempts = self._packing_hint(pods)
-            placed = {i for i, a in hint_attempts.items() if a.node is not None}
-            if not _lex_less(_placed_vector(pods, {i for i, a in pack_attempts.items() if a.node is not None}),
-                             _placed_vector(pods, placed)):
+            pack = _placed_vector(pods, {i for i, a in pack_attempts.items() if a.node is not None})
+            mine = _placed_vector(pods, greedy_placed)
+            if _lex_less(mine, pack) or (self.opts.objective == "pack" and not _lex_less(pack, mine)):
                 hint_state, hint_attempts = pack_state, pack_attempts
-        return _Baselines(hint_state, hint_attempts, fallback_state, fallback_attempts)
+        return _Baselines(greedy_state, len(greedy_placed), hint_state, hint_attempts, fallback_state,
+                          fallback_attempts)
 
     def _solve_components(self, comps: list[list[PodGroup]], domains: dict[int, GroupDomain],
                           scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]],
-                          volume_hint: dict[str, str], budget: float) -> ComponentResult:
+                          reference: dict[int, dict[int, int]], volume_hint: dict[str, str],
+                          budget: float) -> ComponentResult:
         """Solve each component in its share of the budget (by model size) and merge the results; a scoped
         model whose optimum leaves pods out is retried once with full domains."""
         sizes = [sum(len(scope[g.gid]) for g in c) + 1 for c in comps]
@@ -308,14 +322,16 @@ class CpsatScheduler:
                 continue
             comp_budget = budget * size / sum(sizes)
             comp_started = time.perf_counter()
+            ref = {g.gid: reference[g.gid] for g in comp}
             res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp}, comp_budget,
-                                        volume_hint)
+                                        volume_hint, ref)
             left = comp_budget - (time.perf_counter() - comp_started)
             scoped = [g for g in comp if len(scope[g.gid]) < len(domains[g.gid].nodes)]
             unplaced = any(sum(res.counts.get(g.gid, {}).values()) < g.size for g in comp)
             if res.ok and scoped and unplaced and left > 0.1:
                 full = {g.gid: domains[g.gid].nodes if g in scoped else scope[g.gid] for g in comp}
-                retry = self._solve_component(comp, domains, full, res.counts, left, {**volume_hint, **res.volumes})
+                retry = self._solve_component(comp, domains, full, res.counts, left, {**volume_hint, **res.volumes},
+                                              ref)
                 if retry.ok:
                     retry.stages = [*res.stages, *({**s, "stage": s["stage"] + " (full domains)"}
                                                    for s in retry.stages)]

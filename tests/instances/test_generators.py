@@ -122,6 +122,19 @@ def test_dcm(fraction, tmp_path):
     assert max(groups.values()) <= 20
 
 
+def test_dcm_fill_binds_running_pods_to_about_that_share_of_each_node(tmp_path):
+    snap = load(generate("dcm", nodes=40, pods=10, seed=1, params={"fill": "60"}), tmp_path)
+    used: Counter[str] = Counter()
+    for p in bound(snap):
+        used[p.spec.node_name] += sum(c.resources.requests["cpu"] for c in p.spec.containers)
+    share = sorted(float(u) / 2 for u in used.values())  # of 2 CPU, the system pod's 100m included
+    assert len(share) == 40 and all(0.05 <= s <= 0.85 + 0.05 for s in share)
+    assert 0.45 <= share[20] <= 0.7  # the median node sits near 60%
+    assert len(pending(snap)) == 10
+    plain = load(generate("dcm", nodes=40, pods=10, seed=1, params={}), tmp_path)
+    assert [p.metadata.name for p in pending(plain)] == [p.metadata.name for p in pending(snap)]
+
+
 def test_fragmentation_traps_greedy(tmp_path):
     from kplace.solver.greedy import schedule_greedy
 
@@ -224,7 +237,7 @@ def test_unknown_workload_lists_valid_names():
     [
         ("dcm", {"fraction": "x"}, "not an integer"),
         ("dcm", {"fraction": "150"}, "outside 0..100"),
-        ("dcm", {"bogus": "1"}, r"no parameter 'bogus' \(valid: fraction, max-group\)"),
+        ("dcm", {"bogus": "1"}, r"no parameter 'bogus' \(valid: fill, fraction, max-group\)"),
         ("perf-basic", {"init": "-1"}, "outside"),
         ("openb", {"share": "half"}, "not one of whole, skip"),
     ],

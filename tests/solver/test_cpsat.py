@@ -42,6 +42,17 @@ def test_cpsat_places_the_big_pod_that_greedy_spreading_strands():
     assert cpsat.windows[0]["status"] == "OPTIMAL"
 
 
+def test_a_window_greedy_leaves_short_starts_from_first_fit_decreasing_but_reports_greedys_count():
+    state = build_state(
+        [node("a", cpu="4"), node("b", cpu="4")],
+        [pod("small-1", cpu="2", creation=_ts(1)), pod("small-2", cpu="2", creation=_ts(2)),
+         pod("big", cpu="4", creation=_ts(3))],
+    )
+    placed = schedule_cpsat(state.index, options=OPTS).windows[0]["stages"][0]
+    assert placed["status"] == "OPTIMAL (hint places every pod)"  # the biggest pod first leaves room for all
+    assert (placed["objective"], placed["greedy"]) == (3, 2.0)
+
+
 def test_a_higher_priority_pod_is_never_traded_for_several_lower_priority_ones():
     state = build_state(
         node("a", cpu="4"),
