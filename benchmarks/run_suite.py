@@ -84,6 +84,10 @@ def suite(quick: bool) -> list[Case]:
     cases.append(Case("dcm", f"F=100%, {big:,} nodes, one {200 if quick else 1000:,}-pod window", "dcm", big,
                       200 if quick else 1000, {"fraction": "100"}, (0,), 5.0 if quick else 10.0,
                       target="window-5000x1000"))
+    # the same window on a cluster already about 80% used by running pods (±25 points per node): DCM's loaded
+    # regime, where greedy's spreading leaves no node with room for the biggest pods
+    cases.append(Case("dcm", f"F=100%, {big:,} nodes 80% full, one {200 if quick else 1000:,}-pod window", "dcm", big,
+                      200 if quick else 1000, {"fraction": "100", "fill": "80"}, s3, 5.0 if quick else 10.0))
     cases.append(Case("fragmentation", "40 nodes", "fragmentation", 40, None, {}, s3, tl))
     if not quick:
         cases.append(Case("fragmentation", "200 nodes", "fragmentation", 200, None, {}, s3, tl))
@@ -291,11 +295,18 @@ def targets(rows: list[dict], hit: int, known: int) -> str:
         if not rs:
             lines.append(f"| strictly more on {fam} | not run | - |")
             continue
-        more = sum(r["lex_more"] for r in rs)
-        gain = statistics.median(r["cpsat_placed"] - r["greedy_placed"] for r in rs)
+        # only a run where greedy leaves pods out can be beaten
+        short = [r for r in rs if r["greedy_placed"] < r["pods"]]
         what = "DCM F=100% at 5,000 nodes" if fam == "dcm" else fam
-        lines.append(f"| strictly more on {what} | more on {more}/{len(rs)} runs (median {gain:+g} pods) | "
-                     f"{'met' if more == len(rs) else 'MISSED' if more == 0 else 'partly met'} |")
+        full = f"; greedy placed every pod in {len(rs) - len(short)} other run(s)" if len(short) < len(rs) else ""
+        if not short:
+            lines.append(f"| strictly more on {what} | greedy placed every pod in all {len(rs)} runs | - |")
+            continue
+        more = sum(r["lex_more"] for r in short)
+        gain = statistics.median(r["cpsat_placed"] - r["greedy_placed"] for r in short)
+        lines.append(f"| strictly more on {what} | more on {more}/{len(short)} runs where greedy left pods out "
+                     f"(median {gain:+g} pods){full} | "
+                     f"{'met' if more == len(short) else 'MISSED' if more == 0 else 'partly met'} |")
     if known:
         lines.append(f"| `--objective pack`: nodes = published optimum on ≥ 90% of vbp instances, within 10 s | "
                      f"{hit}/{known} ({hit / known:.0%}) | {'met' if hit >= 0.9 * known else 'MISSED'} |")
