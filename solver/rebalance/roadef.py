@@ -1,4 +1,4 @@
-"""ROADEF/EURO Challenge 2012 (Google machine reassignment): parser, exact scorer and a CP-SAT LNS solver.
+"""ROADEF/EURO Challenge 2012 (Google machine reassignment): parser, exact scorer, local search + CP-SAT LNS.
 
 How an instance maps onto kplace's rebalancing model:
 
@@ -20,13 +20,23 @@ How an instance maps onto kplace's rebalancing model:
   maxUnavailable-like cap per owner), and a machine-to-machine move cost (moving across zones costs more).
 
 The objective is the weighted sum of load, balance, process move, service move and machine move costs, exactly
-as the challenge's checker computes it (`score`). `solve` is a large neighbourhood search: it starts from the
-initial assignment (which the challenge guarantees is feasible), repeatedly frees the processes of a few
-machines, reassigns them optimally among those machines with CP-SAT (every hard constraint, the objective
-restricted to the freed part, linear), and keeps the result when it does not cost more. A vectorised
-shift descent ("move one process to its best machine") runs between LNS rounds. It is always feasible, and
-for a given seed and iteration count it is deterministic (CP-SAT runs single-threaded on a deterministic time
-budget); the wall-clock limit only decides where the trajectory stops.
+as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) starts from the initial assignment
+(which the challenge guarantees is feasible) and combines three searches:
+
+- a best-improvement **descent** over shift moves (one process to another machine) and swap moves (two processes
+  of different services exchange machines), every candidate of a process evaluated at once with exact
+  incremental deltas and feasibility (`roadef_ls.MoveState`; the maths is in that module's docstring);
+- **annealing** phases over the same moves: a random process takes one of its moves (or stays) with probability
+  ∝ exp(−ΔF/T), T falling geometrically from 10⁻³ to 10⁻⁶ of the objective; the best assignment met is kept;
+- **CP-SAT rounds** (large neighbourhood search): free the processes of a few machines, reassign them optimally
+  among those machines with CP-SAT (every hard constraint, the objective restricted to the freed part, linear),
+  keep the result when it does not cost more, then descend from it over the machines it touched.
+
+Phases of annealing or of CP-SAT rounds alternate, the kind with the better recent gain per unit of work chosen
+more often (CP-SAT repacks tight machines exactly, as on a2_1; annealing wins where many small exchanges add up).
+Every assignment kept is re-scored and re-checked by `objective`/`violations` first, so the search is always
+feasible; for a given seed and iteration count it is deterministic (work is counted, not timed, and CP-SAT runs
+single-threaded on a deterministic time budget); the wall-clock limit only decides where the trajectory stops.
 
 Formats (whitespace-separated integers): see /work/shared/data/roadef2012-machine-reassignment/SOURCE.md and
 the challenge's problem definition (http://challenge.roadef.org/2012/files/problem_definition_v1.pdf).
@@ -44,6 +54,8 @@ from pathlib import Path
 
 import numpy as np
 from kplace.models.errors import InputError
+
+from .roadef_ls import MoveState
 
 # Best-known objective values and the 2012 challenge's best (qualification round), from SOURCE.md of the data
 # folder (BK: filipesouzacit/MachineReassignment bestSolution.csv; challenge best: stegua's 2012 blog post).
@@ -362,11 +374,14 @@ class SearchStats:
     improvements: int = 0
     optimal_subproblems: int = 0
     shift_moves: int = 0
+    anneal_steps: int = 0
     history: list[tuple[float, int]] = field(default_factory=list)  # (seconds, objective) at each improvement
 
 
 class RoadefLNS:
     """CP-SAT large neighbourhood search from the initial assignment (see the module docstring).
+
+    LNS_WORK: the work one CP-SAT round counts for, in annealing steps (about the same wall time).
 
     `run(time_limit, max_iterations)` returns the best assignment found; it is feasible at every step
     (a subproblem's solution is only accepted when every hard constraint holds, and the starting point is
@@ -384,6 +399,7 @@ class RoadefLNS:
         self.workers = max(1, workers)
         self.sub_dtime = sub_dtime
         self.log = log
+        self.LNS_WORK = 600
         s_count = inst.n_services
         order = np.argsort(inst.service, kind="stable")
         bounds = np.cumsum(np.bincount(inst.service, minlength=s_count))
@@ -404,8 +420,12 @@ class RoadefLNS:
         self.objective_terms = [r for r in range(inst.n_resources) if inst.load_weight[r] > 0]
         self.max_free = min(inst.n_processes, 40)
         self.wide_share = 0.5
+        self.anneal_steps = 20000
+        self.t_start, self.t_end = 1e-3, 1e-6  # annealing temperatures, relative to the objective
+        self.lns_rounds = 8
         self.stats = SearchStats()
         self._refresh()
+        self.moves = MoveState(inst, self.a0, self.a)
 
     # ---- state
 
@@ -696,159 +716,107 @@ class RoadefLNS:
 
     # ---- fast local moves
 
-    def _delta_machine_cost(self, rows: np.ndarray, u_new: np.ndarray) -> np.ndarray:
-        """Load + balance cost of machines `rows` at usage `u_new` (one row per machine)."""
-        inst = self.inst
-        cost = (np.maximum(u_new - inst.safety[rows], 0) * inst.load_weight).sum(axis=1)
-        for b in inst.balances:
-            av1 = inst.capacity[rows, b.r1] - u_new[:, b.r1]
-            av2 = inst.capacity[rows, b.r2] - u_new[:, b.r2]
-            cost = cost + np.maximum(b.target * av1 - av2, 0) * b.weight
-        return cost
-
-    def shift_descent(self, deadline: float, max_sweeps: int = 3) -> int:
-        """Move single processes to their best machine while that strictly lowers the objective."""
-        inst, a, a0 = self.inst, self.a, self.a0
-        n_m = inst.n_machines
-        all_m = np.arange(n_m)
-        cap, trans = inst.capacity, inst.transient
-        loc_arr, nbh_arr = inst.location, inst.neighborhood
-        w_s = inst.weight_service_move
-        moves = 0
-        for _ in range(max_sweeps):
-            improved = 0
-            order = list(range(inst.n_processes))
-            self.rng.shuffle(order)
-            for p in order:
-                if time.monotonic() > deadline:
-                    return moves
-                m0, a0p, s = int(a[p]), int(a0[p]), int(inst.service[p])
-                rq = self.req[p]
-                u_add = self.U + rq
-                ok = (u_add <= cap).all(axis=1)
-                t_add = self.T + rq * (all_m != a0p)[:, None]
-                ok &= ((t_add <= cap) | ~trans).all(axis=1)
-                others = self.svc_procs[s]
-                others = others[others != p]
-                om = a[others]
-                ok[om] = False
-                ok[m0] = False
-                if not ok.any():
-                    continue
-                if inst.spread_min[s] > 1:
-                    olocs = np.unique(loc_arr[om])
-                    new_count = len(olocs) + ~np.isin(loc_arr, olocs)
-                    ok &= new_count >= inst.spread_min[s]
-                if inst.dependencies[s] or self.rdeps[s]:
-                    onbs = set(nbh_arr[om].tolist())
-                    n0 = self.nbh[m0]
-                    bad_nb: set[int] = set()
-                    # leaving n0 would drop s from it: then nothing there may depend on s
-                    if n0 not in onbs and any(
-                        n0 in set(nbh_arr[a[self.svc_procs[s2]]].tolist()) for s2 in self.rdeps[s] if s2 != s
-                    ):
-                        ok &= nbh_arr == n0
-                    for d in inst.dependencies[s]:
-                        if d == s:
-                            continue
-                        dn = set(nbh_arr[a[self.svc_procs[d]]].tolist())
-                        bad_nb |= {n for n in self.machines_of_nb if n not in onbs and n not in dn and n != n0}
-                    if bad_nb:
-                        ok &= ~np.isin(nbh_arr, list(bad_nb))
-                if not ok.any():
-                    continue
-                cand = np.flatnonzero(ok)
-                add_cost = self._delta_machine_cost(cand, u_add[cand]) - self.machine_cost[cand]
-                rem_cost = (self._delta_machine_cost(np.array([m0]), (self.U[m0] - rq)[None, :])[0]
-                            - self.machine_cost[m0])
-                mv = (self.pm_w[p] * (cand != a0p) + self.mm_w[a0p, cand]
-                      - (self.pm_w[p] * (m0 != a0p) + self.mm_w[a0p, m0]))
-                delta = add_cost + rem_cost + mv
-                if w_s:
-                    cur_max = int(self.moved_per_svc.max())
-                    cnt = int(self.moved_per_svc[s])
-                    was = int(m0 != a0p)
-                    new_cnt = cnt - was + (cand != a0p)
-                    rest = self.moved_per_svc.copy()
-                    rest[s] = 0
-                    new_max = np.maximum(new_cnt, int(rest.max()))
-                    delta = delta + w_s * (new_max - cur_max)
-                k = int(np.argmin(delta))
-                if delta[k] >= 0:
-                    continue
-                m1 = int(cand[k])
-                # apply
-                a[p] = m1
-                self.U[m0] -= rq
-                self.U[m1] += rq
-                if m0 != a0p:
-                    self.T[m0] -= rq
-                if m1 != a0p:
-                    self.T[m1] += rq
-                self.moved_per_svc[s] += int(m1 != a0p) - int(m0 != a0p)
-                self.machine_cost[m0] = self._delta_machine_cost(np.array([m0]), self.U[m0][None, :])[0]
-                self.machine_cost[m1] = self._delta_machine_cost(np.array([m1]), self.U[m1][None, :])[0]
-                moves += 1
-                improved += 1
-            if not improved:
-                break
-        self.stats.shift_moves += moves
-        if moves:
-            self._refresh()
-        return moves
-
     # ---- main loop
 
+    def local_search(self, deadline: float, queue: list[int] | None = None) -> int:
+        """Shift/swap descent (`MoveState.descend`) from the current assignment, kept when the exact scorer
+        agrees (feasible, not worse); returns the moves made."""
+        ms = self.moves
+        if not np.array_equal(ms.a, self.a):
+            ms.load(self.a)
+        n = ms.descend(self.rng, deadline, queue)
+        if n and self._accept(ms.a.copy()):
+            self.stats.shift_moves += n
+            return n
+        return 0
+
+    def _accept(self, new: np.ndarray) -> bool:
+        """Take `new` as the current assignment when the exact scorer finds it feasible and not worse."""
+        u = usage(self.inst, new)
+        total = objective(self.inst, self.a0, new, u).total
+        if total > self.obj:
+            return False
+        if violations(self.inst, self.a0, new, u):  # pragma: no cover - a bug in a move or subproblem model
+            if self.log:
+                self.log(f"BUG: an infeasible assignment at iteration {self.stats.iterations}; ignored")
+            return False
+        self.a = np.array(new, dtype=np.int64)
+        self._refresh()
+        return True
+
+    def anneal(self, deadline: float, steps: int) -> None:
+        """One annealing phase (`MoveState.anneal`) from the current assignment; keeps its best if it is better."""
+        ms = self.moves
+        if not np.array_equal(ms.a, self.a):
+            ms.load(self.a)
+        best_a, best = ms.anneal(self.rng, deadline, steps, self.obj * self.t_start, self.obj * self.t_end)
+        self.stats.anneal_steps += steps
+        if best < self.obj:
+            self._accept(best_a)
+
+    def lns_round(self, deadline: float) -> None:
+        """One CP-SAT subproblem; a better result is followed by a descent over the machines it touched."""
+        self.stats.iterations += 1
+        machines, freed = self._pick_machines()
+        if not freed:
+            return
+        new, optimal = self._solve_subproblem(machines, freed, deadline - time.monotonic())
+        if optimal:
+            self.stats.optimal_subproblems += 1
+            self.max_free = min(self.max_free * 1.05 + 1, 400, self.inst.n_processes)
+        else:
+            self.max_free = max(8, self.max_free * 0.9)
+        if new is None:
+            return
+        before = self.obj
+        if self._accept(new) and self.obj < before:
+            touched = sorted({int(p) for m in machines for p in self.procs_on[m]})
+            self.local_search(deadline, touched)
+
     def run(self, time_limit: float, max_iterations: int | None = None) -> np.ndarray:
+        """Descent, then phases of annealing or of CP-SAT rounds, the kind chosen by its recent gain per unit of
+        work (one annealing step = 1, one CP-SAT round = `LNS_WORK`; counted, not timed, so that the trajectory
+        depends on the seed only). `max_iterations` bounds the work: CP-SAT rounds plus annealing steps / `LNS_WORK`
+        (`stats.iterations`)."""
         start = time.monotonic()
         deadline = start + time_limit
         self.stats.history.append((0.0, self.obj))
-        last_shift = -1
+
+        def note(what: str, before: int) -> None:
+            if self.obj < before:
+                self.stats.improvements += 1
+                self.stats.history.append((time.monotonic() - start, self.obj))
+                if self.log:
+                    self.log(f"{time.monotonic() - start:7.1f}s {what}: {self.obj:,}")
+
+        before = self.obj
+        self.local_search(deadline)
+        note("descent", before)
+        rate = {"anneal": float("inf"), "lns": float("inf")}
         while time.monotonic() < deadline - 0.05:
             if max_iterations is not None and self.stats.iterations >= max_iterations:
                 break
-            if self.stats.improvements != last_shift and self.stats.iterations % 20 == 0:
-                last_shift = self.stats.improvements
-                before, saved = self.obj, self.a.copy()
-                if self.shift_descent(deadline) and (
-                    self.obj > before or violations(self.inst, self.a0, self.a)
-                ):  # pragma: no cover - a bug in the incremental evaluation
-                    if self.log:
-                        self.log("BUG: shift descent made the assignment worse or infeasible; reverted")
-                    self.a = saved
-                    self._refresh()
-                elif self.obj < before:
-                    self.stats.improvements += 1
-                    self.stats.history.append((time.monotonic() - start, self.obj))
-                    if self.log:
-                        self.log(f"{time.monotonic() - start:7.1f}s shift: {self.obj:,}")
-            self.stats.iterations += 1
-            machines, freed = self._pick_machines()
-            if not freed:
-                continue
-            new, optimal = self._solve_subproblem(machines, freed, deadline - time.monotonic())
-            if optimal:
-                self.stats.optimal_subproblems += 1
-                self.max_free = min(self.max_free * 1.05 + 1, 400, self.inst.n_processes)
+            if rate["anneal"] == rate["lns"] or self.rng.random() < 0.15:
+                kind = self.rng.choice(["anneal", "lns"])
             else:
-                self.max_free = max(8, self.max_free * 0.9)
-            if new is None:
-                continue
-            u = usage(self.inst, new)
-            total = objective(self.inst, self.a0, new, u).total
-            if total <= self.obj:
-                if violations(self.inst, self.a0, new, u):  # pragma: no cover - a bug in the subproblem model
-                    if self.log:
-                        self.log(f"BUG: subproblem {self.stats.iterations} gave an infeasible assignment; ignored")
-                    continue
-                if total < self.obj:
-                    self.stats.improvements += 1
-                    self.stats.history.append((time.monotonic() - start, total))
-                    if self.log:
-                        self.log(f"{time.monotonic() - start:7.1f}s it {self.stats.iterations}: {total:,} "
-                                 f"(free {len(freed)} on {len(machines)} machines)")
-                self.a = new
-                self._refresh()
+                kind = max(rate, key=rate.__getitem__)
+            before = self.obj
+            left = float("inf") if max_iterations is None else max_iterations - self.stats.iterations
+            if kind == "anneal":
+                steps = int(min(self.anneal_steps, left * self.LNS_WORK))
+                self.anneal(deadline, steps)
+                self.stats.iterations += -(-steps // self.LNS_WORK)
+                work = steps
+            else:
+                rounds = int(min(self.lns_rounds, left))
+                for _ in range(rounds):
+                    if time.monotonic() > deadline - 0.05:
+                        break
+                    self.lns_round(deadline)
+                work = rounds * self.LNS_WORK
+            gain = (before - self.obj) / work
+            rate[kind] = gain if rate[kind] == float("inf") else 0.5 * rate[kind] + 0.5 * gain
+            note(kind, before)
         return self.a.copy()
 
 

@@ -231,15 +231,139 @@ def test_lns_is_deterministic_for_a_seed():
     assert np.array_equal(runs[0], runs[1])
 
 
-@needs_data
-@pytest.mark.parametrize("name", ["a1_4", "a2_2"])
-def test_shift_descent_is_exact_and_feasible(name):
-    from kplace.solver.rebalance.roadef import RoadefLNS, objective
+def _state(name, seed=0, moves=0):
+    """A MoveState of a real instance, after `moves` random feasible shifts (so that some processes are moved)."""
+    import random
+
+    from kplace.solver.rebalance.roadef_ls import MoveState
 
     inst = read_instance(DATA / f"model_{name}.txt")
     a0 = read_assignment(DATA / f"assignment_{name}.txt", inst)
-    search = RoadefLNS(inst, a0, seed=1)
-    before = search.obj
-    assert search.shift_descent(deadline=float("inf"), max_sweeps=1) > 0
-    obj, viol = score(inst, a0, search.a)
-    assert viol == [] and obj.total == search.obj == objective(inst, a0, search.a).total < before
+    state = MoveState(inst, a0, a0)
+    rng = random.Random(seed)
+    while moves:
+        p = rng.randrange(inst.n_processes)
+        cand, _ = state.shift_deltas(p)
+        if len(cand):
+            state.apply_shift(p, int(cand[rng.randrange(len(cand))]))
+            moves -= 1
+    return inst, a0, state, rng
+
+
+def _exact(inst, a0, new):
+    obj, viol = score(inst, a0, new)
+    return obj.total, viol
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["a1_4", "a1_5", "a2_2"])
+def test_shift_move_delta_equals_the_scorer_difference(name):
+    inst, a0, state, rng = _state(name, seed=11, moves=150)
+    base, viol = _exact(inst, a0, state.a)
+    assert viol == [] and state.objective == base
+    checked = 0
+    for _ in range(60):
+        p = rng.randrange(inst.n_processes)
+        cand, delta = state.shift_deltas(p)
+        feasible = set(cand.tolist())
+        for k in rng.sample(range(len(cand)), min(4, len(cand))):
+            new = state.a.copy()
+            new[p] = cand[k]
+            total, viol = _exact(inst, a0, new)
+            assert viol == [] and total - base == delta[k]
+            checked += 1
+        for m in rng.sample(range(inst.n_machines), min(4, inst.n_machines)):
+            if m not in feasible and m != state.a[p]:  # every shift left out is infeasible
+                new = state.a.copy()
+                new[p] = m
+                assert _exact(inst, a0, new)[1]
+    assert checked > 50
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["a1_4", "a1_5", "a2_2"])
+def test_swap_move_delta_equals_the_scorer_difference(name):
+    inst, a0, state, rng = _state(name, seed=12, moves=150)
+    base = state.objective
+    checked = 0
+    for _ in range(60):
+        p = rng.randrange(inst.n_processes)
+        cand, delta = state.swap_deltas(p)
+        for k in rng.sample(range(len(cand)), min(4, len(cand))):
+            q = int(cand[k])
+            assert inst.service[q] != inst.service[p] and state.a[q] != state.a[p]
+            new = state.a.copy()
+            new[p], new[q] = state.a[q], state.a[p]
+            total, viol = _exact(inst, a0, new)
+            assert viol == [] and total - base == delta[k]
+            checked += 1
+    assert checked > 50
+
+
+def test_every_move_on_the_tiny_instance_has_the_exact_delta_and_feasibility(tiny):
+    from kplace.solver.rebalance.roadef_ls import MoveState
+
+    inst, a0 = tiny
+    for start in ([0, 1, 0], [1, 0, 0], [0, 1, 1]):
+        state = MoveState(inst, a0, np.array(start))
+        base = score(inst, a0, start)[0].total
+        assert state.objective == base
+        for p in range(inst.n_processes):
+            cand, delta = state.shift_deltas(p)
+            shifts = dict(zip(cand.tolist(), delta.tolist(), strict=True))
+            for m in range(inst.n_machines):
+                if m == start[p]:
+                    continue
+                new = np.array(start)
+                new[p] = m
+                obj, viol = score(inst, a0, new)
+                assert (m in shifts) == (not viol)
+                if m in shifts:
+                    assert shifts[m] == obj.total - base
+            cand, delta = state.swap_deltas(p)
+            for q, d in zip(cand.tolist(), delta.tolist(), strict=True):
+                new = np.array(start)
+                new[p], new[q] = start[q], start[p]
+                obj, viol = score(inst, a0, new)
+                assert viol == [] and d == obj.total - base
+
+
+@needs_data
+def test_move_counters_equal_a_rebuild_after_random_shifts_and_swaps():
+    inst, a0, state, rng = _state("a1_4", seed=5, moves=100)
+    for _ in range(100):
+        p = rng.randrange(inst.n_processes)
+        cand, _ = state.swap_deltas(p)
+        if len(cand):
+            state.apply_swap(p, int(cand[rng.randrange(len(cand))]))
+    from kplace.solver.rebalance.roadef_ls import MoveState
+
+    fresh = MoveState(inst, a0, state.a)
+    for name in ("U", "T", "moved", "mc", "occ", "sl", "nloc", "nb", "missing", "needed"):
+        assert np.array_equal(getattr(state, name), getattr(fresh, name)), name
+    assert state.move_sum == fresh.move_sum and state.objective == fresh.objective == _exact(inst, a0, state.a)[0]
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["a1_4", "a2_2"])
+def test_descent_is_exact_feasible_and_reaches_a_local_optimum(name):
+    import time
+
+    inst, a0, state, rng = _state(name)
+    before = state.objective
+    assert state.descend(rng, deadline=time.monotonic() + 120) > 0
+    total, viol = _exact(inst, a0, state.a)
+    assert viol == [] and total == state.objective < before
+    for p in rng.sample(range(inst.n_processes), 40):  # no improving shift or swap is left
+        assert all((d >= 0).all() for _, d in (state.shift_deltas(p), state.swap_deltas(p)))
+
+
+@needs_data
+def test_annealing_stays_feasible_and_returns_its_exact_best():
+    import time
+
+    inst, a0, state, rng = _state("a1_2")
+    start = state.objective
+    best_a, best = state.anneal(rng, time.monotonic() + 120, steps=1500, t_start=start * 1e-3, t_end=start * 1e-6)
+    assert _exact(inst, a0, state.a) == (state.objective, [])  # the state ends feasible and exact
+    assert _exact(inst, a0, best_a) == (best, []) and best < start
