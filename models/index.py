@@ -160,6 +160,7 @@ class ClusterIndex:
             nz = pod_requests(pi.pod, non_zero=True, plain=pi.requests)
             self.pod_nonzero[pi.idx] = (nz.get("cpu", 0), nz.get("memory", 0))
         self.pod_node = np.array([pi.node for pi in self.pods], dtype=np.int64)
+        self.pod_priority = np.array([pi.priority for pi in self.pods], dtype=np.int64)
 
         bound = self.pod_node >= 0
         self.requested = np.zeros((n_nodes, n_res), dtype=np.int64)

@@ -85,7 +85,9 @@ class Attempt:
 
 
 class GreedyScheduler:
-    """kube-scheduler's loop over a ClusterState. `tie_break` is `order` (kube 1.35) or `random` (seeded)."""
+    """kube-scheduler's loop over a ClusterState. `tie_break` is `order` (kube 1.35) or `random` (seeded).
+    `explain=False` skips building the reasons of unplaced pods (their `Attempt.reason` is then None): for
+    plans only the placements of which matter, such as the CP-SAT engine's hints."""
 
     def __init__(
         self,
@@ -97,6 +99,7 @@ class GreedyScheduler:
         state: ClusterState | None = None,
         preemption: bool = True,
         respect_pdbs: bool = True,
+        explain: bool = True,
     ) -> None:
         if tie_break not in ("order", "random"):
             raise ValueError(f"tie_break must be 'order' or 'random', got {tie_break!r}")
@@ -106,6 +109,7 @@ class GreedyScheduler:
         self.tie_break = tie_break
         self.preemption = preemption
         self.respect_pdbs = respect_pdbs
+        self.explain = explain
         self.rng = np.random.default_rng(seed)
         self.next_start = 0
         self.n_nodes = len(index.nodes)
@@ -195,11 +199,13 @@ class GreedyScheduler:
         # kube counts evaluated nodes (feasible + rejected) and rotates over all nodes.
         self.next_start = (self.next_start + processed) % max(1, self.n_nodes)
         if len(feasible) == 0:
-            reasons = count_reasons(outcome) if outcome is not None else Counter()
-            absent = self.n_nodes - len(nodes)
-            if absent:
-                reasons[pre.absent_reason] += absent
-            msg = fit_error_message(self.n_nodes, reasons)
+            msg = ""
+            if self.explain:
+                reasons = count_reasons(outcome) if outcome is not None else Counter()
+                absent = self.n_nodes - len(nodes)
+                if absent:
+                    reasons[pre.absent_reason] += absent
+                msg = fit_error_message(self.n_nodes, reasons)
             return self._post_filter(profile, pod, msg, outcome, pre.absent_reason)
         if len(feasible) == 1:
             choice = int(feasible[0])
@@ -213,7 +219,7 @@ class GreedyScheduler:
         self, profile: Profile, pod: PodInfo, msg: str, outcome: FilterOutcome | None, absent_reason: str
     ) -> Attempt:
         if not (profile.preemption and self.preemption):
-            return Attempt(None, msg)
+            return Attempt(None, msg or None)
         from .plugins.defaultpreemption import preempt
 
         result = preempt(self, profile, pod, outcome)

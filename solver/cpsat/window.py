@@ -2,8 +2,8 @@
 
 Per window (earlier windows' placements are fixed for later ones):
 1. the greedy engine runs on a copy of the state: its plan is the reference, the fallback and the complete
-   hint, unless it leaves pods out and a first-fit-decreasing pass (the greedy engine with MostAllocated
-   scoring, biggest pods first) places more: that plan is then the hint;
+   hint, unless it leaves pods out and the greedy engine taking the pods in another order places more
+   (biggest first with MostAllocated scoring, or smallest first): that plan is then the hint;
 2. identical pods are grouped; each group gets its domain and objective coefficients (`domains`), then a
    scope: the best `scope` nodes by coefficient (at least 4 per pod), plus every node the greedy plan uses;
    nodes outside a scope still count as constants in every rule (spread minima, affinity support);
@@ -281,30 +281,34 @@ class CpsatScheduler:
                   "seconds": round(time.perf_counter() - started, 4), "stages": solved.stages}
         return window, placements, evictions
 
+    def _greedy(self, pods: list[PodInfo], *, preemption: bool, config: SchedulerConfig | None = None,
+                explain: bool = True) -> tuple[ClusterState, dict]:
+        """The greedy engine over `pods` in the given order, on a copy of the state: (state, attempts)."""
+        state = self.state.fork()
+        sched = GreedyScheduler(self.index, config or self.config, tie_break=self.opts.tie_break,
+                                seed=self.opts.seed, state=state, preemption=preemption, explain=explain)
+        return state, {p.idx: sched.schedule_one(p) for p in pods}
+
     def _greedy_baselines(self, pods: list[PodInfo]) -> _Baselines:
-        """Greedy on copies of the state: without preemption (the reference and the hint, which the model can
-        represent) and, when that leaves pods out and preemption is on, with it (the fallback, which is kube's
-        answer). The packing hint (`_packing_hint`) replaces greedy's as the hint when it places more, priority
-        by priority, or, with `--objective pack`, at least as much."""
-        index = self.index
-        greedy_state = self.state.fork()
-        sched = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed,
-                                state=greedy_state, preemption=False)
-        greedy_attempts = {p.idx: sched.schedule_one(p) for p in pods}
+        """Greedy on copies of the state: kube's answer (with preemption when the profile has it: the fallback)
+        and, when that evicts, greedy without preemption (the reference and the hint, which the model can
+        represent; without evictions the two are the same plan). When greedy leaves pods out, two reordered
+        passes (`_reordered_hints`) may replace its plan as the hint: the first that places most, priority by
+        priority, if that is more than greedy's; with `--objective pack` the packing pass whenever it places at
+        least as much."""
+        preemption = any(self._profile(p).preemption for p in pods)
+        fallback_state, fallback_attempts = self._greedy(pods, preemption=preemption)
+        greedy_state, greedy_attempts = fallback_state, fallback_attempts
+        if any(a.evictions for a in fallback_attempts.values()):
+            greedy_state, greedy_attempts = self._greedy(pods, preemption=False)
         greedy_placed = {i for i, a in greedy_attempts.items() if a.node is not None}
-        fallback_state, fallback_attempts = greedy_state, greedy_attempts
-        if len(greedy_placed) < len(pods) and any(self._profile(p).preemption for p in pods):
-            fallback_state = self.state.fork()
-            sched = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed,
-                                    state=fallback_state)
-            fallback_attempts = {p.idx: sched.schedule_one(p) for p in pods}
         hint_state, hint_attempts = greedy_state, greedy_attempts
-        if self.opts.objective == "pack" or len(greedy_placed) < len(pods):
-            pack_state, pack_attempts = self._packing_hint(pods)
-            pack = _placed_vector(pods, {i for i, a in pack_attempts.items() if a.node is not None})
-            mine = _placed_vector(pods, greedy_placed)
-            if _lex_less(mine, pack) or (self.opts.objective == "pack" and not _lex_less(pack, mine)):
-                hint_state, hint_attempts = pack_state, pack_attempts
+        best = _placed_vector(pods, greedy_placed)
+        pack = self.opts.objective == "pack"
+        for k, (state, attempts) in enumerate(self._reordered_hints(pods, short=len(greedy_placed) < len(pods))):
+            vec = _placed_vector(pods, {i for i, a in attempts.items() if a.node is not None})
+            if _lex_less(best, vec) or (pack and k == 0 and not _lex_less(vec, best)):
+                hint_state, hint_attempts, best = state, attempts, vec
         return _Baselines(greedy_state, len(greedy_placed), hint_state, hint_attempts, fallback_state,
                           fallback_attempts)
 
@@ -346,18 +350,27 @@ class CpsatScheduler:
             merged.stages.extend(res.stages)
         return merged
 
-    def _packing_hint(self, pods: list[PodInfo]) -> tuple[ClusterState, dict]:
-        """The greedy engine with kube's bin-packing scoring (NodeResourcesFit MostAllocated over every
-        requested resource), taking pods by decreasing dominant share: first-fit-decreasing, kube-style."""
+    def _reordered_hints(self, pods: list[PodInfo], short: bool):
+        """Plans of the greedy engine (no preemption) taking the window's pods in another order, higher
+        priority first and then by dominant share s(p) = max_r req[p, r] / max_n alloc[n, r]:
+        - packing (with `--objective pack`, or when greedy leaves pods out): biggest s first with kube's
+          bin-packing scoring (NodeResourcesFit MostAllocated over every requested resource), i.e.
+          first-fit-decreasing: it saves room for the big pods that spreading strands;
+        - smallest s first with the profile's own scoring (when greedy leaves pods out): when demand exceeds
+          capacity, placing the small pods first maximises the count (the knapsack rule for equal values).
+        Yields (state, attempts) pairs lazily, packing first."""
         index = self.index
-        config = packing_config(self.config, [r for r in index.resources
-                                              if index.pod_req[[p.idx for p in pods], index.rid[r]].any()])
-        state = self.state.fork()
-        sched = GreedyScheduler(index, config, tie_break=self.opts.tie_break, seed=self.opts.seed, state=state,
-                                preemption=False)
         cap = np.maximum(index.alloc.max(axis=0), 1)
-        order = sorted(pods, key=lambda p: (-float((index.pod_req[p.idx] / cap).max()), p.seq))
-        return state, {p.idx: sched.schedule_one(p) for p in order}
+        share = {p.idx: float((index.pod_req[p.idx] / cap).max()) for p in pods}
+        passes = []
+        if short or self.opts.objective == "pack":
+            resources = [r for r in index.resources if index.pod_req[[p.idx for p in pods], index.rid[r]].any()]
+            passes.append((packing_config(self.config, resources), -1))
+        if short:
+            passes.append((self.config, 1))
+        for config, sign in passes:
+            order = sorted(pods, key=lambda p, sign=sign: (-p.priority, sign * share[p.idx], p.seq))
+            yield self._greedy(order, preemption=False, config=config, explain=False)
 
     def _assign(self, groups: list[PodGroup], counts: dict[int, dict[int, int]]) -> dict[int, int | None]:
         """Give each group's pods, in queue order, the nodes its counts name (in node-tree order)."""

@@ -108,6 +108,21 @@ def test_an_unplaceable_pod_gets_kubes_fit_error_message_with_sorted_counts():
     assert "preemption: 0/3 nodes are available:" in reason
 
 
+@pytest.mark.parametrize(("taint_c", "preemption_part"), [
+    (False, "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."),
+    (True, "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+           "2 No preemption victims found for incoming pod."),
+])
+def test_preemptions_message_counts_only_the_statuses_some_node_has(taint_c, preemption_part):
+    # Every node rejected as Unschedulable is tried and has no victims (nothing of lower priority runs);
+    # nodes rejected as unresolvable are "not helpful", and kube prints that reason only when one such exists.
+    taints = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}] if taint_c else None
+    state = build_state(node("a", cpu="2"), node("b", cpu="2"), node("c", cpu="2", taints=taints),
+                        *(pod(f"running-{n}", cpu="1", node_name=n) for n in "abc"), pod("big", cpu="2"))
+    reason = GreedyScheduler(state.index, state=state).run().placements[0].reason
+    assert reason.endswith(preemption_part)
+
+
 def test_a_pod_for_another_scheduler_is_left_alone():
     state = build_state(node("a"), pod("other", spec={"schedulerName": "my-scheduler"}))
     plan = GreedyScheduler(state.index, state=state).run()

@@ -188,6 +188,11 @@ def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node:
                 state.assume(p, node)
 
 
+def _any_lower_priority_pod(sched: GreedyScheduler, priority: int) -> bool:
+    """Whether some pod on a node (bound, or placed earlier in the run) has a priority below `priority`."""
+    return bool((sched.index.pod_priority[sched.state.pod_node >= 0] < priority).any())
+
+
 def preempt(
     sched: GreedyScheduler, profile: Profile, pod: PodInfo, outcome: FilterOutcome | None
 ) -> PreemptionResult:
@@ -196,16 +201,16 @@ def preempt(
         return PreemptionResult(None, message="not eligible due to preemptionPolicy=Never.")
     statuses: Counter[str] = Counter()
     potential: list[int] = []
-    evaluated: set[int] = set()
-    if outcome is not None:
-        for i, node in enumerate(outcome.nodes.tolist()):
-            evaluated.add(node)
-            if outcome.code[i] == Code.UNSCHEDULABLE:
-                potential.append(node)
-            else:
-                statuses[NOT_HELPFUL] += 1
-    statuses[NOT_HELPFUL] += n_all - len(evaluated)
+    if outcome is not None:  # nodes rejected as Unschedulable may become feasible; the others cannot
+        resolvable = outcome.code == int(Code.UNSCHEDULABLE)
+        potential = outcome.nodes[resolvable].tolist()
+    if len(potential) < n_all:  # kube counts the absent nodes' status only when some are absent
+        statuses[NOT_HELPFUL] += n_all - len(potential)
     if not potential:
+        return PreemptionResult(None, message=fit_error_message(n_all, statuses))
+    if not _any_lower_priority_pod(sched, pod.priority):
+        # select_victims finds no victims on any node: the same statuses, without the walk
+        statuses[NO_VICTIMS] += len(potential)
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
     n = len(potential)
     want = min(n, max(n * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
