@@ -11,7 +11,8 @@ Per window (earlier windows' placements are fixed for later ones):
    spread selectors); each connected component is an independent model;
 4. each model is solved as lexicographic stages (`objective`), each stage fixing the previous optimum;
 5. if CP-SAT's plan places fewer pods than greedy's, priority by priority (lexicographically from the
-   highest priority), or no plan came in time, the window takes greedy's plan: status FALLBACK.
+   highest priority), or no plan came in time, the window takes the reordered pass it started from when that
+   places more than greedy (status FEASIBLE), else greedy's plan: status FALLBACK.
 Deterministic mode (the default): interleaved search and a deterministic time limit, so the same seed and
 input give the same plan whatever the machine's load; `deterministic=False` uses wall-clock limits and a
 parallel portfolio instead.
@@ -263,11 +264,17 @@ class CpsatScheduler:
         fb_vec = _placed_vector(pods, {p.idx for p in pods if fallback[p.idx].node is not None})
         evictions: list = []
         if not solved.ok or _lex_less(cp_vec, fb_vec):
-            self.state = base.fallback_state
-            status = "FALLBACK"
-            placements = self._placements(pods, {p.idx: fallback[p.idx].node for p in pods}, fallback,
-                                          {p.idx: fallback[p.idx].volume_bindings for p in pods})
-            evictions = [(victim, p, violates) for p in pods for victim, violates in fallback[p.idx].evictions]
+            # no CP-SAT plan as good as greedy's: the reordered greedy pass the search started from when it
+            # beats greedy (a plan kube's filters accepted pod by pod), else greedy's plan
+            hint = base.hint_attempts
+            if base.hint_state is not base.greedy_state and _lex_less(
+                    fb_vec, _placed_vector(pods, {i for i, a in hint.items() if a.node is not None})):
+                self.state, chosen, status = base.hint_state, hint, "FEASIBLE"
+            else:
+                self.state, chosen, status = base.fallback_state, fallback, "FALLBACK"
+            placements = self._placements(pods, {p.idx: chosen[p.idx].node for p in pods}, chosen,
+                                          {p.idx: chosen[p.idx].volume_bindings for p in pods})
+            evictions = [(victim, p, violates) for p in pods for victim, violates in chosen[p.idx].evictions]
         else:
             bindings: dict[int, dict[str, str]] = {}
             for p in pods:  # queue order: the first pod of a claim reports its binding, as in greedy plans

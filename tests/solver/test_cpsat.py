@@ -53,6 +53,21 @@ def test_a_window_greedy_leaves_short_starts_from_first_fit_decreasing_but_repor
     assert (placed["objective"], placed["greedy"]) == (3, 2.0)
 
 
+def test_when_the_search_finds_nothing_in_time_a_reordered_pass_that_beats_greedy_is_kept(monkeypatch):
+    from kplace.solver.cpsat.window import ComponentResult, CpsatScheduler
+
+    monkeypatch.setattr(CpsatScheduler, "_solve_component",
+                        lambda self, groups, *a, **k: ComponentResult({}, False, 0, 0, 0, ok=False))
+    state = build_state(
+        [node("a", cpu="4"), node("b", cpu="4")],
+        [pod("small-1", cpu="2", creation=_ts(1)), pod("small-2", cpu="2", creation=_ts(2)),
+         pod("big", cpu="4", creation=_ts(3))],
+    )
+    plan = schedule_cpsat(state.index, options=OPTS)
+    assert plan.windows[0]["status"] == "FEASIBLE"
+    assert all(_placed(plan).values())
+
+
 def test_a_higher_priority_pod_is_never_traded_for_several_lower_priority_ones():
     state = build_state(
         node("a", cpu="4"),
