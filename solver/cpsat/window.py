@@ -4,9 +4,10 @@ Per window (earlier windows' placements are fixed for later ones):
 1. the greedy engine runs on a copy of the state: its plan is the reference, the fallback and the complete
    hint, unless it leaves pods out and the greedy engine taking the pods in another order places more
    (biggest first with MostAllocated scoring, or smallest first): that plan is then the hint;
-2. identical pods are grouped; each group gets its domain and objective coefficients (`domains`), then a
-   scope: the best `scope` nodes by coefficient (at least 4 per pod), plus every node the greedy plan uses;
-   nodes outside a scope still count as constants in every rule (spread minima, affinity support);
+2. identical pods are grouped; each group gets its domain and objective coefficients (`domains`), then, in
+   windows with more than `unscoped` (group, node) pairs, a scope: the best `scope` nodes by coefficient (at
+   least 4 per pod), plus every node the hint and greedy use; nodes outside a scope still count as constants
+   in every rule (spread minima, affinity support);
 3. a networkx graph joins groups whose scopes share a node or that a rule ties (anti-affinity, affinity,
    spread selectors); each connected component is an independent model;
 4. each model is solved as lexicographic stages (`objective`), each stage fixing the previous optimum;
@@ -61,6 +62,7 @@ class CpsatOptions:
     seed: int = 0
     objective: str = "default"  # default | pack | balance
     scope: int = 64  # nodes per group kept in the model, at least (plus 4 per pod and greedy's nodes)
+    unscoped: int = 50_000  # windows with at most this many (group, node) pairs keep every domain whole
     deterministic: bool = True
     tie_break: str = "order"
     # Optional progress hook: called as on_progress(seconds, objective, bound, stage) at every solution CP-SAT
@@ -179,7 +181,9 @@ class CpsatScheduler:
                          volume_hint: dict[str, str] | None = None,
                          reference: dict[int, dict[int, int]] | None = None) -> ComponentResult:
         """Solve one component's stages from `hint`; each stage's "greedy" figure is `reference` (greedy's
-        counts; the hint when not given) evaluated on the same expression."""
+        counts; the hint when not given) evaluated on the same expression. When some group is scoped and pods
+        stay out, the scoped optimum proves nothing for the whole domains: the result is not optimal, placed
+        stages report their trivial bound (every pod placed) and every stage says `"scoped": true`."""
         model = cp_model.CpModel()
         v = Variables(model, self.state, groups, scope)
         match = GroupMatcher(self.index, groups)
@@ -224,9 +228,13 @@ class CpsatScheduler:
                 break
             value = round(solver.objective_value)
             optimal &= status == cp_model.OPTIMAL
-            counts = {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
-                      for g in groups}
-            volumes = claims.read(solver.value)
+            before = stage.evaluate(counts)
+            if value < before if stage.maximize else value > before:
+                value = before  # the search did not get back to its hint in time: the hint's plan stands
+            else:
+                counts = {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
+                          for g in groups}
+                volumes = claims.read(solver.value)
             objective, bound = float(value), float(solver.best_objective_bound)
             greedy_obj = float(stage.evaluate(reference))
             entry = {"stage": stage.name, "status": solver.status_name(status), "objective": value,
@@ -238,6 +246,15 @@ class CpsatScheduler:
             if k < len(stages) - 1:
                 model.add(stage.expr >= value) if stage.maximize else model.add(stage.expr <= value)
                 v.add_hint(counts)
+        if any(len(scope[g.gid]) < len(domains[g.gid].nodes) for g in groups) and any(
+                sum(counts.get(g.gid, {}).values()) < g.size for g in groups):
+            optimal = False
+            for stage, entry in zip(stages, info, strict=False):
+                entry["scoped"] = True
+                if stage.best is not None and "bound" in entry:
+                    entry["bound"] = float(stage.best)
+            if stages[-1].best is not None:
+                bound = float(stages[-1].best)
         return ComponentResult(counts, optimal, objective, bound, greedy_obj, info, volumes=volumes)
 
     # --- one window -------------------------------------------------------------------------------
@@ -253,7 +270,10 @@ class CpsatScheduler:
         reference = hint if base.greedy_state is base.hint_state else _greedy_counts(groups, base.greedy_state)
         volume_hint = {k: pv for a in base.hint_attempts.values() for k, pv in a.volume_bindings.items()}
         domains = {g.gid: group_domain(self._profile(g.rep), self.state, g) for g in groups}
-        scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
+        if sum(len(d.nodes) for d in domains.values()) <= self.opts.unscoped:
+            scope = {g.gid: domains[g.gid].nodes for g in groups}
+        else:
+            scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
         comps = self._components(groups, scope, GroupMatcher(self.index, groups))
         solved = self._solve_components(comps, domains, scope, hint, reference, volume_hint,
                                         max(0.05, seconds - (time.perf_counter() - started)))
@@ -334,10 +354,11 @@ class CpsatScheduler:
             comp_budget = budget * size / sum(sizes)
             comp_started = time.perf_counter()
             ref = {g.gid: reference[g.gid] for g in comp}
-            res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp}, comp_budget,
-                                        volume_hint, ref)
-            left = comp_budget - (time.perf_counter() - comp_started)
             scoped = [g for g in comp if len(scope[g.gid]) < len(domains[g.gid].nodes)]
+            short = any(sum(ref[g.gid].values()) < g.size for g in comp)
+            res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp},
+                                        comp_budget / 2 if scoped and short else comp_budget, volume_hint, ref)
+            left = comp_budget - (time.perf_counter() - comp_started)
             unplaced = any(sum(res.counts.get(g.gid, {}).values()) < g.size for g in comp)
             if res.ok and scoped and unplaced and left > 0.1:
                 full = {g.gid: domains[g.gid].nodes if g in scoped else scope[g.gid] for g in comp}
