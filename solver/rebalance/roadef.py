@@ -420,9 +420,9 @@ class RoadefLNS:
         self.objective_terms = [r for r in range(inst.n_resources) if inst.load_weight[r] > 0]
         self.max_free = min(inst.n_processes, 40)
         self.wide_share = 0.5
-        self.anneal_steps = 20000
+        self.anneal_steps = 10000  # steps of one annealing phase
         self.t_start, self.t_end = 1e-3, 1e-6  # annealing temperatures, relative to the objective
-        self.lns_rounds = 8
+        self.lns_rounds = 16  # CP-SAT rounds of one phase (about the same work as an annealing phase)
         self.stats = SearchStats()
         self._refresh()
         self.moves = MoveState(inst, self.a0, self.a)
