@@ -56,6 +56,7 @@ class MoveState:
         self.safety = inst.safety
         self.lw = inst.load_weight
         self.trans = np.flatnonzero(inst.transient)
+        self.cap_t = self.cap[:, self.trans]
         self.bal = [(b.r1, b.r2, b.target, b.weight) for b in inst.balances if b.weight]
         self.pm_w = inst.process_move_cost * inst.weight_process_move
         self.mm_w = inst.machine_move_cost * inst.weight_machine_move
@@ -112,8 +113,8 @@ class MoveState:
     def objective(self) -> int:
         return int(self.mc.sum()) + self.move_sum + self.w_s * int(self.moved.max())
 
-    def cost(self, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """Load + balance cost c(m, u) of machines `rows` at usages `u` (one row each)."""
+    def cost(self, rows: np.ndarray | int, u: np.ndarray) -> np.ndarray:
+        """Load + balance cost c(m, u) of machines `rows` at usages `u` (one row each; or one machine, many u)."""
         c = (np.maximum(u - self.safety[rows], 0) * self.lw).sum(axis=1)
         for r1, r2, t, w in self.bal:
             c = c + np.maximum(t * (self.cap[rows, r1] - u[:, r1]) - (self.cap[rows, r2] - u[:, r2]), 0) * w
@@ -198,8 +199,8 @@ class MoveState:
         ok = (u_new <= self.cap[cand]).all(axis=1)
         if len(self.trans):
             tr = self.trans
-            t_new = self.T[np.ix_(cand, tr)] + r[tr] * (cand != a0p)[:, None]
-            ok &= (t_new <= self.cap[np.ix_(cand, tr)]).all(axis=1)
+            t_new = self.T[:, tr][cand] + r[tr] * (cand != a0p)[:, None]
+            ok &= (t_new <= self.cap_t[cand]).all(axis=1)
         if self.spread[s] > 1:
             l0 = self.loc[m0]
             lc = self.loc[cand]
@@ -234,25 +235,26 @@ class MoveState:
         m0, a0p = int(a[p]), int(self.a0[p])
         r = self.req[p]
         svc = self.svc
-        ok = (svc != s) & (self.occ[s, a] == 0) & (self.occ[svc, m0] == 0)
-        ok[a == m0] = False  # (occ[s, m0] ≥ 1 already excludes them; explicit for clarity)
-        q = np.flatnonzero(ok)
+        # machines without s, and services absent from m₀ (this excludes s itself and every q on m₀, since p is
+        # a process of s on m₀)
+        q = np.flatnonzero((self.occ[s] == 0)[a] & (self.occ[:, m0] == 0)[svc])
         if not len(q):
             return q, q
         m1 = a[q]
         rq = self.req[q]
-        u0 = self.U[m0] - r + rq
-        u1 = self.U[m1] - rq + r
-        ok = (u0 <= self.cap[m0]).all(axis=1) & (u1 <= self.cap[m1]).all(axis=1)
-        q, m1, rq, u0, u1 = q[ok], m1[ok], rq[ok], u0[ok], u1[ok]
+        ok = (rq <= self.cap[m0] - self.U[m0] + r).all(axis=1) & (rq >= (self.U + r - self.cap)[m1]).all(axis=1)
+        q, m1, rq = q[ok], m1[ok], rq[ok]
         if not len(q):
             return q, q
+        u0 = self.U[m0] - r + rq
+        u1 = self.U[m1] - rq + r
         a0q = self.a0[q]
         if len(self.trans):
             tr = self.trans
-            t0 = self.T[m0, tr] - r[tr] * int(m0 != a0p) + rq[:, tr] * (m0 != a0q)[:, None]
-            t1 = self.T[np.ix_(m1, tr)] - rq[:, tr] * (m1 != a0q)[:, None] + r[tr] * (m1 != a0p)[:, None]
-            ok = (t0 <= self.cap[m0, tr]).all(axis=1) & (t1 <= self.cap[np.ix_(m1, tr)]).all(axis=1)
+            rqt = rq[:, tr]
+            t0 = self.T[m0, tr] - r[tr] * int(m0 != a0p) + rqt * (m0 != a0q)[:, None]
+            t1 = self.T[:, tr][m1] - rqt * (m1 != a0q)[:, None] + r[tr] * (m1 != a0p)[:, None]
+            ok = (t0 <= self.cap_t[m0]).all(axis=1) & (t1 <= self.cap_t[m1]).all(axis=1)
         else:
             ok = np.ones(len(q), dtype=bool)
         t = svc[q]
@@ -275,7 +277,7 @@ class MoveState:
         q, m1, u0, u1, a0q, t = q[ok], m1[ok], u0[ok], u1[ok], a0q[ok], t[ok]
         if not len(q):
             return q, q
-        delta = self.cost(np.full(len(q), m0), u0) - int(self.mc[m0]) + self.cost(m1, u1) - self.mc[m1]
+        delta = self.cost(m0, u0) - int(self.mc[m0]) + self.cost(m1, u1) - self.mc[m1]
         was_p = int(m0 != a0p)
         now_p = (m1 != a0p).astype(np.int64)
         was_q = (m1 != a0q).astype(np.int64)
