@@ -375,6 +375,7 @@ class SearchStats:
     optimal_subproblems: int = 0
     shift_moves: int = 0
     anneal_steps: int = 0
+    lns_rounds: int = 0
     history: list[tuple[float, int]] = field(default_factory=list)  # (seconds, objective) at each improvement
 
 
@@ -757,6 +758,7 @@ class RoadefLNS:
     def lns_round(self, deadline: float) -> None:
         """One CP-SAT subproblem; a better result is followed by a descent over the machines it touched."""
         self.stats.iterations += 1
+        self.stats.lns_rounds += 1
         machines, freed = self._pick_machines()
         if not freed:
             return
@@ -866,6 +868,8 @@ def run_roadef(model_path: str | os.PathLike[str], assignment_path: str | os.Pat
         "challenge_best": CHALLENGE_BEST.get(name),
         "seconds": round(time.monotonic() - start, 2),
         "iterations": stats.iterations,
+        "lns_rounds": stats.lns_rounds,
+        "anneal_steps": stats.anneal_steps,
         "improvements": stats.improvements,
         "seed": seed,
         "output": str(out_path),

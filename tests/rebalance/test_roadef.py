@@ -367,3 +367,13 @@ def test_annealing_stays_feasible_and_returns_its_exact_best():
     best_a, best = state.anneal(rng, time.monotonic() + 120, steps=1500, t_start=start * 1e-3, t_end=start * 1e-6)
     assert _exact(inst, a0, state.a) == (state.objective, [])  # the state ends feasible and exact
     assert _exact(inst, a0, best_a) == (best, []) and best < start
+
+
+@needs_data
+def test_search_alternates_annealing_and_cp_sat_phases_and_stays_feasible():
+    inst = read_instance(DATA / "model_a2_1.txt")
+    a0 = read_assignment(DATA / "assignment_a2_1.txt", inst)
+    best, stats = solve(inst, a0, time_limit=300, seed=1, max_iterations=40)
+    obj, viol = score(inst, a0, best)
+    assert viol == [] and stats.lns_rounds > 0 and stats.anneal_steps > 0
+    assert stats.iterations >= 40 and obj.total == stats.history[-1][1] < score(inst, a0, a0)[0].total
