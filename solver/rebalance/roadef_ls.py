@@ -20,12 +20,15 @@ occ[s,m] = 0; nloc[s] − [sl[s,l₀]=1 ∧ l≠l₀] + [sl[s,l]=0] ≥ spreadMi
 (nb[s,n]=0) needs missing[s,n] = 0 and s leaving n₀ (nb[s,n₀]=1) needs needed[s,n₀] = 0. Entering only adds
 presence and leaving only removes it, so these two conditions are the whole dependency check.
 
-**Swap** p (m₀, service s) with q (m₁ = a(q), service t ≠ s), all q at once: usages U[m₀] − r_p + r_q and
+**Swap** p (m₀, service s) with q (m₁ = a(q) ≠ m₀, service t), all q at once: usages U[m₀] − r_p + r_q and
 U[m₁] − r_q + r_p, transient usages T[m₀] − r_p[m₀≠a⁰p] + r_q[m₀≠a⁰q] and symmetrically on m₁; ΔF is the two
-machines' cost change, both processes' move-cost changes and w_s·(max(moved'[s], moved'[t], max of the other
-services) − max moved), the last from the three largest counters. Conflict: occ[s,m₁] = occ[t,m₀] = 0; spread as
-for two shifts (s ≠ t, so they are independent); dependencies as for two independent shifts, which is exact
-unless s and t are linked by a dependency, and then a swap across neighborhoods is not considered.
+machines' cost change plus both processes' move-cost changes plus the service term. When t ≠ s: the service term
+is w_s·(max(moved'[s], moved'[t], max of the other services) − max moved), the last from the three largest
+counters; conflict needs occ[s,m₁] = occ[t,m₀] = 0; spread is checked as for two shifts (s ≠ t, so they are
+independent); dependencies as for two independent shifts, which is exact unless s and t are linked by a
+dependency, and then a swap across neighborhoods is not considered. When t = s, every machine, location and
+neighborhood keeps the same services, so conflict, spread and dependencies hold as before (the move that
+unlocks processes pinned by dependencies), and the service term uses moved'[s] = moved[s] + Δ_p + Δ_q.
 
 `descend` is a best-improvement descent over a work queue of processes (first the whole set in random order;
 after a move, the processes of the machines it touched are queued again): for each process, its best shift and
@@ -62,6 +65,8 @@ class MoveState:
         self.mm_w = inst.machine_move_cost * inst.weight_machine_move
         self.w_s = int(inst.weight_service_move)
         self.svc = inst.service
+        order = np.argsort(inst.service, kind="stable")
+        self.svc_procs = np.split(order, np.cumsum(np.bincount(inst.service, minlength=max(1, inst.n_services)))[:-1])
         self.loc = inst.location
         self.nbh = inst.neighborhood
         n_s = max(1, inst.n_services)
@@ -230,7 +235,54 @@ class MoveState:
         return cand, delta
 
     def swap_deltas(self, p: int) -> tuple[np.ndarray, np.ndarray]:
-        """(processes q, ΔF) of every feasible swap of p with a process q of another service on another machine."""
+        """(processes q, ΔF) of every feasible swap of p with a process q on another machine."""
+        q1, d1 = self._swap_other_service(p)
+        q2, d2 = self._swap_same_service(p)
+        if not len(q2):
+            return q1, d1
+        return np.concatenate([q1, q2]), np.concatenate([d1, d2])
+
+    def _swap_same_service(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        """Swaps of p with another process of its own service: machines, locations and neighborhoods keep the
+        same services, so only room, transient room and costs change."""
+        a, s = self.a, int(self.svc[p])
+        q = self.svc_procs[s]
+        if len(q) < 2:
+            return q[:0], q[:0]
+        q = q[q != p]
+        m0, a0p = int(a[p]), int(self.a0[p])
+        r = self.req[p]
+        m1 = a[q]
+        rq = self.req[q]
+        u0 = self.U[m0] - r + rq
+        u1 = self.U[m1] - rq + r
+        ok = (u0 <= self.cap[m0]).all(axis=1) & (u1 <= self.cap[m1]).all(axis=1)
+        a0q = self.a0[q]
+        if len(self.trans):
+            tr = self.trans
+            rqt = rq[:, tr]
+            t0 = self.T[m0, tr] - r[tr] * int(m0 != a0p) + rqt * (m0 != a0q)[:, None]
+            t1 = self.T[:, tr][m1] - rqt * (m1 != a0q)[:, None] + r[tr] * (m1 != a0p)[:, None]
+            ok &= (t0 <= self.cap_t[m0]).all(axis=1) & (t1 <= self.cap_t[m1]).all(axis=1)
+        q, m1, u0, u1, a0q = q[ok], m1[ok], u0[ok], u1[ok], a0q[ok]
+        if not len(q):
+            return q, q
+        delta = self.cost(m0, u0) - int(self.mc[m0]) + self.cost(m1, u1) - self.mc[m1]
+        was_p = int(m0 != a0p)
+        now_p = (m1 != a0p).astype(np.int64)
+        was_q = (m1 != a0q).astype(np.int64)
+        now_q = (m0 != a0q).astype(np.int64)
+        delta += int(self.pm_w[p]) * (now_p - was_p) + self.mm_w[a0p, m1] - int(self.mm_w[a0p, m0])
+        delta += self.pm_w[q] * (now_q - was_q) + self.mm_w[a0q, m0] - self.mm_w[a0q, m1]
+        if self.w_s:
+            rest = self.moved.copy()
+            rest[s] = 0
+            new_max = np.maximum(self.moved[s] - was_p + now_p - was_q + now_q, int(rest.max()))
+            delta += self.w_s * (new_max - int(self.moved.max()))
+        return q, delta
+
+    def _swap_other_service(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        """Swaps of p with a process q of another service."""
         a, s = self.a, int(self.svc[p])
         m0, a0p = int(a[p]), int(self.a0[p])
         r = self.req[p]

@@ -285,19 +285,20 @@ def test_shift_move_delta_equals_the_scorer_difference(name):
 def test_swap_move_delta_equals_the_scorer_difference(name):
     inst, a0, state, rng = _state(name, seed=12, moves=150)
     base = state.objective
-    checked = 0
+    checked = same = 0
     for _ in range(60):
         p = rng.randrange(inst.n_processes)
         cand, delta = state.swap_deltas(p)
         for k in rng.sample(range(len(cand)), min(4, len(cand))):
             q = int(cand[k])
-            assert inst.service[q] != inst.service[p] and state.a[q] != state.a[p]
+            assert state.a[q] != state.a[p]
+            same += int(inst.service[q] == inst.service[p])
             new = state.a.copy()
             new[p], new[q] = state.a[q], state.a[p]
             total, viol = _exact(inst, a0, new)
             assert viol == [] and total - base == delta[k]
             checked += 1
-    assert checked > 50
+    assert checked > 50 and (same > 0 or name == "a1_5")  # swaps within a service too (a1_5 has few)
 
 
 def test_every_move_on_the_tiny_instance_has_the_exact_delta_and_feasibility(tiny):
