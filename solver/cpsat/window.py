@@ -344,7 +344,9 @@ class CpsatScheduler:
                           reference: dict[int, dict[int, int]], volume_hint: dict[str, str],
                           budget: float) -> ComponentResult:
         """Solve each component in its share of the budget (by model size) and merge the results; a scoped
-        model whose optimum leaves pods out is retried once with full domains."""
+        model whose plan leaves pods out is retried with full domains from that plan. When greedy already
+        leaves pods of a scoped component out, the scoped solve gets half the share, so the retry (whose
+        bounds hold for the whole domains) has time too."""
         sizes = [sum(len(scope[g.gid]) for g in c) + 1 for c in comps]
         merged = ComponentResult({}, True, 0.0, 0.0, 0.0)
         for comp, size in zip(comps, sizes, strict=True):
