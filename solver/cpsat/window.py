@@ -4,10 +4,9 @@ Per window (earlier windows' placements are fixed for later ones):
 1. the greedy engine runs on a copy of the state: its plan is the reference, the fallback and the complete
    hint, unless it leaves pods out and the greedy engine taking the pods in another order places more
    (biggest first with MostAllocated scoring, or smallest first): that plan is then the hint;
-2. identical pods are grouped; each group gets its domain and objective coefficients (`domains`), then, in
-   windows with more than `unscoped` (group, node) pairs, a scope: the best `scope` nodes by coefficient (at
-   least 4 per pod), plus every node the hint and greedy use; nodes outside a scope still count as constants
-   in every rule (spread minima, affinity support);
+2. identical pods are grouped; each group gets its domain and objective coefficients (`domains`), then a
+   scope: the best `scope` nodes by coefficient (at least 4 per pod), plus every node the hint and greedy
+   use; nodes outside a scope still count as constants in every rule (spread minima, affinity support);
 3. a networkx graph joins groups whose scopes share a node or that a rule ties (anti-affinity, affinity,
    spread selectors); each connected component is an independent model;
 4. each model is solved as lexicographic stages (`objective`), each stage fixing the previous optimum;
@@ -62,7 +61,6 @@ class CpsatOptions:
     seed: int = 0
     objective: str = "default"  # default | pack | balance
     scope: int = 64  # nodes per group kept in the model, at least (plus 4 per pod and greedy's nodes)
-    unscoped: int = 50_000  # windows with at most this many (group, node) pairs keep every domain whole
     deterministic: bool = True
     tie_break: str = "order"
     # Optional progress hook: called as on_progress(seconds, objective, bound, stage) at every solution CP-SAT
@@ -270,10 +268,7 @@ class CpsatScheduler:
         reference = hint if base.greedy_state is base.hint_state else _greedy_counts(groups, base.greedy_state)
         volume_hint = {k: pv for a in base.hint_attempts.values() for k, pv in a.volume_bindings.items()}
         domains = {g.gid: group_domain(self._profile(g.rep), self.state, g) for g in groups}
-        if sum(len(d.nodes) for d in domains.values()) <= self.opts.unscoped:
-            scope = {g.gid: domains[g.gid].nodes for g in groups}
-        else:
-            scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
+        scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
         comps = self._components(groups, scope, GroupMatcher(self.index, groups))
         solved = self._solve_components(comps, domains, scope, hint, reference, volume_hint,
                                         max(0.05, seconds - (time.perf_counter() - started)))
