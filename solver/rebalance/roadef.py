@@ -459,7 +459,27 @@ class RoadefLNS:
         first: list[int] = []
         preferred: list[int] = []
         head_n = 0  # leading machines of `pool` chosen on purpose (not shuffled)
-        if kind < 0.45 and self.machine_cost.sum() > 0:  # a costly machine and partners
+        moved = np.flatnonzero(self.a != self.a0)
+        if rng.random() < 0.15 and len(moved):  # machines linked by moved processes (current and initial machines)
+            p = int(moved[rng.randrange(len(moved))])
+            first = [int(self.a[p]), int(self.a0[p])]
+            seen_m = set(first)
+            i, count = 0, 0
+            while i < len(first) and count < target and len(first) < max(2, target // 3):
+                m = first[i]
+                i += 1
+                count += len(self.procs_on[m])
+                on = self.procs_on[m]
+                away = np.flatnonzero((self.a0 == m) & (self.a != m))
+                links = [int(x) for x in self.a0[on[self.a0[on] != m]]] + [int(x) for x in self.a[away]]
+                rng.shuffle(links)
+                for m2 in links:
+                    if m2 not in seen_m:
+                        seen_m.add(m2)
+                        first.append(m2)
+            preferred = [int(q) for m in first for q in self.procs_on[m] if self.a[q] != self.a0[q]]
+            pool = list(range(n_m))
+        elif kind < 0.45 and self.machine_cost.sum() > 0:  # a costly machine and partners
             w = self.machine_cost.astype(float)
             first = [int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right"))]
             first[0] = min(first[0], n_m - 1)
@@ -776,8 +796,9 @@ class RoadefLNS:
             self.local_search(deadline, touched)
 
     def run(self, time_limit: float, max_iterations: int | None = None) -> np.ndarray:
-        """Descent, then phases of annealing or of CP-SAT rounds, the kind chosen by its recent gain per unit of
-        work (one annealing step = 1, one CP-SAT round = `LNS_WORK`; counted, not timed, so that the trajectory
+        """Descent, then phases of annealing or of CP-SAT rounds, each kind chosen with a probability in proportion
+        to its recent gain per unit of work, clipped to [0.15, 0.85] (one annealing step = 1 unit, one CP-SAT
+        round = `LNS_WORK` units; counted, not timed, so that the trajectory
         depends on the seed only). `max_iterations` bounds the work: CP-SAT rounds plus annealing steps / `LNS_WORK`
         (`stats.iterations`)."""
         start = time.monotonic()
@@ -798,10 +819,12 @@ class RoadefLNS:
         while time.monotonic() < deadline - 0.05:
             if max_iterations is not None and self.stats.iterations >= max_iterations:
                 break
-            if rate["anneal"] == rate["lns"] or self.rng.random() < 0.15:
-                kind = self.rng.choice(["anneal", "lns"])
-            else:
-                kind = max(rate, key=rate.__getitem__)
+            if float("inf") in rate.values():  # try each kind once
+                kind = self.rng.choice([k for k, v in rate.items() if v == float("inf")])
+            else:  # in proportion to the recent gain per unit of work, each at least 15 % of the phases
+                total = rate["anneal"] + rate["lns"]
+                share = min(0.85, max(0.15, rate["anneal"] / total)) if total > 0 else 0.5
+                kind = "anneal" if self.rng.random() < share else "lns"
             before = self.obj
             left = float("inf") if max_iterations is None else max_iterations - self.stats.iterations
             if kind == "anneal":
