@@ -5,7 +5,7 @@
 
 For each instance: `run_roadef` from the initial assignment with the per-instance time limit (the whole run,
 parsing included), then the written assignment is re-read and re-scored independently with `score`
-(feasibility and objective). Prints one row per instance and appends a table to the "ROADEF 2012 (set A)"
+(feasibility and objective). Prints one row per instance and adds a table at the end of the "ROADEF 2012 (set A)"
 section of docs/benchmarks.md (unless --no-docs): objective, best known (BK), gap to BK, the 2012 challenge's
 best where it matters (a2_2: 816,523,983), seconds, moved processes, feasibility.
 """
@@ -87,7 +87,8 @@ def _append_docs(rows: list[dict], args: argparse.Namespace) -> None:
         "",
         f"Machine: {machine()}; instances one after another. Command: "
         f"`.venv/bin/python benchmarks/bench_roadef.py --time-limit {args.time_limit:g}"
-        f"{' --seed ' + str(args.seed) if args.seed else ''}`.",
+        f"{' --seed ' + str(args.seed) if args.seed else ''}"
+        f"{' --instances ' + args.instances if args.instances != ','.join(SET_A) else ''}`.",
         "",
         "| inst | initial | objective | BK | gap to BK | seconds | moved | feasible |",
         "|---|---|---|---|---|---|---|---|",
@@ -104,8 +105,13 @@ def _append_docs(rows: list[dict], args: argparse.Namespace) -> None:
         if r["instance"] == "a2_2" and cb:
             verdict = "better than" if r["objective"] < cb else "**not** better than"
             lines.append(f"a2_2: {r['objective']:,} is {verdict} the 2012 challenge's best {cb:,}.")
-    with path.open("a") as fh:
-        fh.write("\n".join(lines) + "\n")
+    block = "\n".join(lines) + "\n"
+    start = text.find(SECTION)
+    end = text.find("\n## ", start + len(SECTION)) if start >= 0 else -1
+    if end < 0:  # the section is last (or new): append
+        end = len(text)
+    text = text[:end].rstrip("\n") + "\n" + block + text[end:]  # at the end of the section
+    path.write_text(text)
 
 
 if __name__ == "__main__":

@@ -24,16 +24,20 @@ as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) star
 (which the challenge guarantees is feasible) and combines three searches:
 
 - a best-improvement **descent** over shift moves (one process to another machine) and swap moves (two processes
-  of different services exchange machines), every candidate of a process evaluated at once with exact
-  incremental deltas and feasibility (`roadef_ls.MoveState`; the maths is in that module's docstring);
-- **annealing** phases over the same moves: a random process takes one of its moves (or stays) with probability
-  ∝ exp(−ΔF/T), T falling geometrically from 10⁻³ to 10⁻⁶ of the objective; the best assignment met is kept;
-- **CP-SAT rounds** (large neighbourhood search): free the processes of a few machines, reassign them optimally
-  among those machines with CP-SAT (every hard constraint, the objective restricted to the freed part, linear),
-  keep the result when it does not cost more, then descend from it over the machines it touched.
+  on different machines exchange them, within a service too), every candidate of a process evaluated at once
+  with exact incremental deltas and feasibility (`roadef_ls.MoveState`; the maths is in that module's docstring);
+- **annealing** phases (10,000 steps) over the same moves, from the current assignment: a random process takes
+  one of its moves (or stays) with probability ∝ exp(−ΔF/T), T falling geometrically from 10⁻³ to 10⁻⁶ of the
+  objective; the best assignment met is kept when it is better;
+- **CP-SAT rounds** (large neighbourhood search, 16 per phase): free the processes of a few machines (a costly
+  machine and partners with room, a neighborhood, a few services, machines linked by moved processes, or
+  random ones), reassign them optimally among those machines with CP-SAT (every hard constraint, the objective
+  restricted to the freed part, linear), keep the result when it does not cost more, then descend from it over
+  the machines it touched.
 
-Phases of annealing or of CP-SAT rounds alternate, the kind with the better recent gain per unit of work chosen
-more often (CP-SAT repacks tight machines exactly, as on a2_1; annealing wins where many small exchanges add up).
+After a first descent, phases of annealing or of CP-SAT rounds follow, each kind drawn with a probability in
+proportion to its recent gain per unit of work (at least 15 % each): CP-SAT repacks tight machines exactly (a2_1),
+annealing wins where many small exchanges add up (a1_2, a1_4).
 Every assignment kept is re-scored and re-checked by `objective`/`violations` first, so the search is always
 feasible; for a given seed and iteration count it is deterministic (work is counted, not timed, and CP-SAT runs
 single-threaded on a deterministic time budget); the wall-clock limit only decides where the trajectory stops.
