@@ -244,16 +244,47 @@ class CpsatScheduler:
             if k < len(stages) - 1:
                 model.add(stage.expr >= value) if stage.maximize else model.add(stage.expr <= value)
                 v.add_hint(counts)
-        if any(len(scope[g.gid]) < len(domains[g.gid].nodes) for g in groups) and any(
-                sum(counts.get(g.gid, {}).values()) < g.size for g in groups):
-            optimal = False
-            for stage, entry in zip(stages, info, strict=False):
+        scoped = any(len(scope[g.gid]) < len(domains[g.gid].nodes) for g in groups) and any(
+            sum(counts.get(g.gid, {}).values()) < g.size for g in groups)
+        optimal &= not scoped
+        capacity = self._capacity_counts(groups, domains, v)
+        last = max((k for k, entry in enumerate(info) if "bound" in entry), default=-1)  # what `bound` is from
+        for k, (stage, entry) in enumerate(zip(stages, info, strict=False)):
+            if scoped:
                 entry["scoped"] = True
-                if stage.best is not None and "bound" in entry:
-                    entry["bound"] = float(stage.best)
-            if stages[-1].best is not None:
-                bound = float(stages[-1].best)
+            if stage.best is not None and "bound" in entry:  # a placed stage: its bound, valid for whole domains
+                valid = float(stage.best) if scoped else entry["bound"]
+                entry["bound"] = min(valid, float(stage.evaluate(capacity)))
+                if k == last:
+                    bound = entry["bound"]
         return ComponentResult(counts, optimal, objective, bound, greedy_obj, info, volumes=volumes)
+
+    def _capacity_counts(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
+                         v: Variables) -> dict[int, dict[int, int]]:
+        """Counts that make a placed stage's expression equal a bound from capacity alone, valid on whole domains.
+        Per priority level l and resource r (pod slots included), no plan places more than k_l(r) of the level's
+        pods, the most whose smallest requests of r fit in the free r of every node some of them may use:
+        k_l = min_r max{k : Σ_{i≤k} req_(i)(r) ≤ Σ_{n ∈ ∪ domains} free[n, r]}. The counts give k_l pods of level l
+        to its groups, on any node of theirs, so a stage (linear, one weight per level) evaluates to Σ_l w_l·k_l."""
+        index, state = self.index, self.state
+        free = np.column_stack([np.maximum(index.alloc - state.requested, 0),
+                                np.maximum(index.max_pods - state.pod_count, 0)])
+        out: dict[int, dict[int, int]] = {}
+        for level in {g.priority for g in groups}:
+            members = [g for g in groups if g.priority == level and v.y[g.gid]]
+            if not members:
+                continue
+            nodes = np.unique(np.concatenate([domains[g.gid].nodes for g in members]))
+            room = free[nodes].sum(axis=0)
+            reqs = np.repeat(np.array([[*index.pod_req[g.rep.idx], 1] for g in members]),
+                             [g.size for g in members], axis=0)
+            k = min(int(np.searchsorted(np.cumsum(np.sort(reqs[:, r])), room[r], side="right"))
+                    for r in range(reqs.shape[1]))
+            for g in members:
+                take = min(k, g.size)
+                out[g.gid] = {next(iter(v.y[g.gid])): take}
+                k -= take
+        return out
 
     # --- one window -------------------------------------------------------------------------------
 

@@ -68,6 +68,17 @@ def test_when_the_search_finds_nothing_in_time_a_reordered_pass_that_beats_greed
     assert all(_placed(plan).values())
 
 
+def test_a_scoped_model_that_leaves_pods_out_reports_the_capacity_bound_not_its_own():
+    # 35 one-CPU pods of distinct memory (one group each, scoped to a few nodes) for 30 one-CPU nodes: the
+    # scoped model's bound proves nothing for the whole domains, capacity alone bounds the count by 30
+    nodes = [node(f"n{i:02d}", cpu="1") for i in range(30)]
+    pods = [pod(f"p{i:02d}", cpu="1", memory=f"{100 + i}Mi", creation=_ts(i)) for i in range(35)]
+    plan = schedule_cpsat(build_state(nodes, pods).index, options=CpsatOptions(time_limit=5, workers=1, scope=1))
+    scoped = [s for s in plan.windows[0]["stages"] if s.get("scoped") and s["stage"] == "placed"]
+    assert scoped and all(s["bound"] == 30.0 for s in scoped)
+    assert sum(1 for n in _placed(plan).values() if n) == 30
+
+
 def test_a_higher_priority_pod_is_never_traded_for_several_lower_priority_ones():
     state = build_state(
         node("a", cpu="4"),
