@@ -529,14 +529,38 @@ class CpsatScheduler:
     def _at_least_greedy(self, plan: Plan, pods: list[PodInfo]) -> Plan:
         """Each window is compared with greedy on the state earlier windows left, which cannot guarantee the
         whole run: earlier choices can leave less room later. So a multi-window plan is also compared with one
-        greedy run over every pod from the initial state, and greedy's plan is taken if it places more,
-        lexicographically by priority (every window then says FALLBACK)."""
-        greedy = GreedyScheduler(self.index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed).run(pods)
-        mine = _placed_vector(pods, {self.index.pod_by_key[p.pod].idx for p in plan.placements if p.node})
-        theirs = _placed_vector(pods, {self.index.pod_by_key[p.pod].idx for p in greedy.placements if p.node})
+        greedy run over every pod from the initial state and, when that leaves pods out, with the reordered
+        passes over every pod (`_reordered_hints`). The plan placing most, lexicographically by priority, is
+        kept: the windows', else greedy's (every window then says FALLBACK), else a pass's that beats greedy
+        (every window says FEASIBLE; a warning says so)."""
+        index = self.index
+        greedy = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed).run(pods)
+        keys = {p.key for p in pods}
+        gated = [p for p in plan.placements if p.pod not in keys]
+        mine = _placed_vector(pods, {index.pod_by_key[p.pod].idx for p in plan.placements if p.node})
+        theirs = _placed_vector(pods, {index.pod_by_key[p.pod].idx for p in greedy.placements if p.node})
+        best, chosen = max(mine, theirs, key=lambda vec: [c for _, c in vec]), None
+        if any(p.node is None for p in greedy.placements) and sum(c for _, c in best) < len(pods):
+            final, self.state = self.state, ClusterState(index)
+            for state, attempts in self._reordered_hints(pods, short=True):
+                vec = _placed_vector(pods, {i for i, a in attempts.items() if a.node is not None})
+                if _lex_less(best, vec):
+                    best, chosen = vec, (state, attempts)
+            self.state = final
+        if chosen is not None:
+            self.state, attempts = chosen
+            names = index.node_names
+            out = Plan(engine="cpsat", windows=[{**w, "status": "FEASIBLE"} for w in plan.windows],
+                       evictions=[], warnings=[*plan.warnings, (
+                           "the windows together placed fewer pods than a greedy pass over all of them taking the "
+                           "pods in another order (smallest or biggest first); that pass's plan is used")])
+            out.placements = [*gated, *(
+                Placement(p.key, names[attempts[p.idx].node], None, p.priority, False,
+                          dict(attempts[p.idx].volume_bindings)) if attempts[p.idx].node is not None
+                else Placement(p.key, None, self._unplaced_reason(p), p.priority) for p in pods)]
+            return out
         if not _lex_less(mine, theirs):
             return plan
-        gated = [p for p in plan.placements if p.pod not in {g.pod for g in greedy.placements}]
         greedy.engine = "cpsat"
         greedy.placements = [*gated, *greedy.placements]
         greedy.windows = [{**w, "status": "FALLBACK"} for w in plan.windows]

@@ -79,6 +79,18 @@ def test_a_scoped_model_that_leaves_pods_out_reports_the_capacity_bound_not_its_
     assert sum(1 for n in _placed(plan).values() if n) == 30
 
 
+def test_one_pod_windows_that_strand_the_big_pod_give_way_to_the_biggest_first_pass_over_the_whole_run():
+    state = build_state(
+        [node("a", cpu="4"), node("b", cpu="4")],
+        [pod("small-1", cpu="2", creation=_ts(1)), pod("small-2", cpu="2", creation=_ts(2)),
+         pod("big", cpu="4", creation=_ts(3))],
+    )
+    plan = schedule_cpsat(state.index, options=CpsatOptions(time_limit=5, workers=1, window=1))
+    assert all(_placed(plan).values())
+    assert [w["status"] for w in plan.windows] == ["FEASIBLE"] * 3
+    assert any("another order" in w for w in plan.warnings)
+
+
 def test_a_higher_priority_pod_is_never_traded_for_several_lower_priority_ones():
     state = build_state(
         node("a", cpu="4"),
