@@ -205,9 +205,10 @@ class CpsatScheduler:
             if stage.best is not None and stage.evaluate(counts) == stage.best and k < len(stages) - 1:
                 # the hint already places every pod: the optimum is known, no search needed
                 model.add(stage.expr >= stage.best)
+                objective = bound = float(stage.best)
+                greedy_obj = float(stage.evaluate(reference))
                 info.append({"stage": stage.name, "status": "OPTIMAL (hint places every pod)",
-                             "objective": stage.best, "bound": float(stage.best),
-                             "greedy": float(stage.evaluate(reference)), "seconds": 0.0})
+                             "objective": stage.best, "bound": bound, "greedy": greedy_obj, "seconds": 0.0})
                 continue
             remaining = seconds - (time.perf_counter() - started)
             share = remaining * (stage.share if k < len(stages) - 1 else 1.0)
