@@ -31,7 +31,9 @@ as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) star
   objective; the best assignment met is kept when it is better;
 - **CP-SAT rounds** (large neighbourhood search, 16 per phase): free the processes of a few machines (a costly
   machine and partners with room, a neighborhood, a few services, machines linked by moved processes, or
-  random ones), reassign them optimally among those machines with CP-SAT (every hard constraint, the objective
+  random ones; once the load and balance costs are 0, where only move costs are left, most rounds take machines
+  linked by moved processes, i.e. moved processes with their home machines, so as to bring processes home),
+  reassign them optimally among those machines with CP-SAT (every hard constraint, the objective
   restricted to the freed part, linear), keep the result when it does not cost more, then descend from it over
   the machines it touched.
 
@@ -464,7 +466,10 @@ class RoadefLNS:
         preferred: list[int] = []
         head_n = 0  # leading machines of `pool` chosen on purpose (not shuffled)
         moved = np.flatnonzero(self.a != self.a0)
-        if rng.random() < 0.15 and len(moved):  # machines linked by moved processes (current and initial machines)
+        # machines linked by moved processes (current and initial machines); most rounds once the load and balance
+        # costs are 0, where only bringing processes home is left to gain
+        linked_share = 0.15 if self.machine_cost.sum() > 0 else 0.6
+        if rng.random() < linked_share and len(moved):
             p = int(moved[rng.randrange(len(moved))])
             first = [int(self.a[p]), int(self.a0[p])]
             seen_m = set(first)

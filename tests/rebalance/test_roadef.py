@@ -378,3 +378,26 @@ def test_search_alternates_annealing_and_cp_sat_phases_and_stays_feasible():
     obj, viol = score(inst, a0, best)
     assert viol == [] and stats.lns_rounds > 0 and stats.anneal_steps > 0
     assert stats.iterations >= 40 and obj.total == stats.history[-1][1] < score(inst, a0, a0)[0].total
+
+
+def test_once_load_and_balance_costs_are_zero_cp_sat_rounds_mostly_bring_moved_processes_home(tiny):
+    import time
+
+    from kplace.solver.rebalance.roadef import RoadefLNS
+
+    inst, a0 = tiny
+    free = dataclasses.replace(inst, safety=inst.capacity.copy(),
+                               balances=tuple(dataclasses.replace(b, weight=0) for b in inst.balances))
+    moved = np.array([1, 0, 0])  # p0 and p1 exchanged: feasible, only move costs are paid
+    assert score(free, a0, moved)[1] == []
+    search = RoadefLNS(free, a0, seed=0)
+    search.a = moved.copy()
+    search._refresh()
+    assert search.machine_cost.sum() == 0 and search.obj > 0
+    picks = [search._pick_machines()[1] for _ in range(200)]
+    with_moved = sum(any(moved[p] != a0[p] for p in freed) for freed in picks)
+    assert with_moved >= 0.55 * len(picks)  # the neighbourhood of moved processes and their home machines
+    for _ in range(20):
+        search.lns_round(time.monotonic() + 60)
+        assert score(free, a0, search.a)[1] == []
+    assert search.obj == score(free, a0, search.a)[0].total == 0  # both processes are home again
