@@ -258,15 +258,35 @@ class MoveState:
         u1 = self.U[m1] - rq + r
         ok = (u0 <= self.cap[m0]).all(axis=1) & (u1 <= self.cap[m1]).all(axis=1)
         a0q = self.a0[q]
-        if len(self.trans):
-            tr = self.trans
-            rqt = rq[:, tr]
-            t0 = self.T[m0, tr] - r[tr] * int(m0 != a0p) + rqt * (m0 != a0q)[:, None]
-            t1 = self.T[:, tr][m1] - rqt * (m1 != a0q)[:, None] + r[tr] * (m1 != a0p)[:, None]
-            ok &= (t0 <= self.cap_t[m0]).all(axis=1) & (t1 <= self.cap_t[m1]).all(axis=1)
+        ok &= self._swap_transient_ok(m0, a0p, r, m1, a0q, rq)
         q, m1, u0, u1, a0q = q[ok], m1[ok], u0[ok], u1[ok], a0q[ok]
         if not len(q):
             return q, q
+        delta, was_p, now_p, was_q, now_q = self._swap_delta(p, m0, a0p, u0, q, m1, a0q, u1)
+        if self.w_s:
+            rest = self.moved.copy()
+            rest[s] = 0
+            new_max = np.maximum(self.moved[s] - was_p + now_p - was_q + now_q, int(rest.max()))
+            delta += self.w_s * (new_max - int(self.moved.max()))
+        return q, delta
+
+    def _swap_transient_ok(self, m0: int, a0p: int, r: np.ndarray, m1: np.ndarray, a0q: np.ndarray,
+                           rq: np.ndarray) -> np.ndarray:
+        """Transient capacity after swapping p (on m₀, initially on a0p, requests r) with each q (on m₁, initially
+        on a0q, requests rq): a process counts on a machine it is on or started on, so T[m₀] loses r unless m₀ is
+        p's initial machine and gains rq unless it is q's; symmetrically on m₁."""
+        if not len(self.trans):
+            return np.ones(len(m1), dtype=bool)
+        tr = self.trans
+        rqt = rq[:, tr]
+        t0 = self.T[m0, tr] - r[tr] * int(m0 != a0p) + rqt * (m0 != a0q)[:, None]
+        t1 = self.T[:, tr][m1] - rqt * (m1 != a0q)[:, None] + r[tr] * (m1 != a0p)[:, None]
+        return (t0 <= self.cap_t[m0]).all(axis=1) & (t1 <= self.cap_t[m1]).all(axis=1)
+
+    def _swap_delta(self, p: int, m0: int, a0p: int, u0: np.ndarray, q: np.ndarray, m1: np.ndarray,
+                    a0q: np.ndarray, u1: np.ndarray):
+        """Load/balance and process/machine move cost change of each swap (service move cost excluded), with
+        whether p and each q were / will be away from their initial machines."""
         delta = self.cost(m0, u0) - int(self.mc[m0]) + self.cost(m1, u1) - self.mc[m1]
         was_p = int(m0 != a0p)
         now_p = (m1 != a0p).astype(np.int64)
@@ -274,12 +294,7 @@ class MoveState:
         now_q = (m0 != a0q).astype(np.int64)
         delta += int(self.pm_w[p]) * (now_p - was_p) + self.mm_w[a0p, m1] - int(self.mm_w[a0p, m0])
         delta += self.pm_w[q] * (now_q - was_q) + self.mm_w[a0q, m0] - self.mm_w[a0q, m1]
-        if self.w_s:
-            rest = self.moved.copy()
-            rest[s] = 0
-            new_max = np.maximum(self.moved[s] - was_p + now_p - was_q + now_q, int(rest.max()))
-            delta += self.w_s * (new_max - int(self.moved.max()))
-        return q, delta
+        return delta, was_p, now_p, was_q, now_q
 
     def _swap_other_service(self, p: int) -> tuple[np.ndarray, np.ndarray]:
         """Swaps of p with a process q of another service."""
@@ -301,14 +316,7 @@ class MoveState:
         u0 = self.U[m0] - r + rq
         u1 = self.U[m1] - rq + r
         a0q = self.a0[q]
-        if len(self.trans):
-            tr = self.trans
-            rqt = rq[:, tr]
-            t0 = self.T[m0, tr] - r[tr] * int(m0 != a0p) + rqt * (m0 != a0q)[:, None]
-            t1 = self.T[:, tr][m1] - rqt * (m1 != a0q)[:, None] + r[tr] * (m1 != a0p)[:, None]
-            ok = (t0 <= self.cap_t[m0]).all(axis=1) & (t1 <= self.cap_t[m1]).all(axis=1)
-        else:
-            ok = np.ones(len(q), dtype=bool)
+        ok = self._swap_transient_ok(m0, a0p, r, m1, a0q, rq)
         t = svc[q]
         l0, l1 = self.loc[m0], self.loc[m1]
         if self.spread[s] > 1:
@@ -329,13 +337,7 @@ class MoveState:
         q, m1, u0, u1, a0q, t = q[ok], m1[ok], u0[ok], u1[ok], a0q[ok], t[ok]
         if not len(q):
             return q, q
-        delta = self.cost(m0, u0) - int(self.mc[m0]) + self.cost(m1, u1) - self.mc[m1]
-        was_p = int(m0 != a0p)
-        now_p = (m1 != a0p).astype(np.int64)
-        was_q = (m1 != a0q).astype(np.int64)
-        now_q = (m0 != a0q).astype(np.int64)
-        delta += int(self.pm_w[p]) * (now_p - was_p) + self.mm_w[a0p, m1] - int(self.mm_w[a0p, m0])
-        delta += self.pm_w[q] * (now_q - was_q) + self.mm_w[a0q, m0] - self.mm_w[a0q, m1]
+        delta, was_p, now_p, was_q, now_q = self._swap_delta(p, m0, a0p, u0, q, m1, a0q, u1)
         if self.w_s:
             vals, idx = self._service_max_rest()
             rest = np.where((idx[0] != s) & (idx[0] != t), vals[0],
