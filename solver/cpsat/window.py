@@ -149,14 +149,18 @@ class CpsatScheduler:
                      match: GroupMatcher) -> list[list[PodGroup]]:
         """Connected components of the graph joining groups tied by a rule (networkx) or a shared node."""
         graph = nx.Graph()
-        graph.add_nodes_from(("g", g.gid) for g in groups)
-        graph.add_edges_from((("g", a), ("g", b)) for a, b in rule_edges(self.index, match))
-        for g in groups:  # a star per group over its scope: groups sharing a node meet there
-            graph.add_edges_from((("g", g.gid), ("n", n)) for n in scope[g.gid].tolist())
+        graph.add_nodes_from(g.gid for g in groups)
+        graph.add_edges_from(rule_edges(self.index, match))
+        first: dict[int, int] = {}  # groups sharing a node meet there: each joins the node's first group
+        shared: set[tuple[int, int]] = set()
+        for g in groups:
+            for n in scope[g.gid].tolist():
+                h = first.setdefault(n, g.gid)
+                if h != g.gid:
+                    shared.add((h, g.gid))
+        graph.add_edges_from(shared)
         by_gid = {g.gid: g for g in groups}
-        comps = [sorted(i for kind, i in c if kind == "g") for c in nx.connected_components(graph)]
-        comps = [c for c in comps if c]
-        comps.sort(key=lambda c: c[0])
+        comps = sorted(sorted(c) for c in nx.connected_components(graph))
         return [[by_gid[i] for i in c] for c in comps]
 
     def _solver(self, seconds: float) -> cp_model.CpSolver:

@@ -10,7 +10,7 @@ topology spread fast.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,7 +84,8 @@ class ClusterState:
         self.pod_count = index.pod_count.copy()
         self.pod_node = index.pod_node.copy()
         self.node_pods: list[set[int]] = [set() for _ in range(n)]
-        self.ports: list[Counter[tuple[str, str, int]]] = [Counter() for _ in range(n)]
+        # host ports in use, per node that has any: {node: Counter((ip, protocol, port))}
+        self.ports: defaultdict[int, Counter[tuple[str, str, int]]] = defaultdict(Counter)
 
         sig_ids: dict[tuple, int] = {}
         self.sig_of_pod = np.empty(len(index.pods), dtype=np.int64)
@@ -145,7 +146,7 @@ class ClusterState:
         new.pod_node = self.pod_node.copy()
         new.node_version = self.node_version.copy()
         new.node_pods = [set(x) for x in self.node_pods]
-        new.ports = [Counter(x) if x else Counter() for x in self.ports]
+        new.ports = defaultdict(Counter, {n: Counter(c) for n, c in self.ports.items() if c})
         new._dense = {k: v.copy() for k, v in self._dense.items()}
         new._sparse = {k: Counter(v) for k, v in self._sparse.items()}
         new._live = {k: v.copy() for k, v in self._live.items()}

@@ -17,7 +17,8 @@ def _state():
 def _snapshot(state):
     sel_counts = [state.matching_counts(None, s) for s in _selectors(state)]
     return (state.requested.tolist(), state.pod_count.tolist(), state.pod_node.tolist(),
-            [sorted(x) for x in state.node_pods], [dict(x) for x in state.ports], sorted(state.with_required_anti),
+            [sorted(x) for x in state.node_pods], {n: dict(c) for n, c in state.ports.items() if c},
+            sorted(state.with_required_anti),
             [c.tolist() for c in sel_counts], [(g.size, dict(g.sparse)) for g in state.affinity_groups])
 
 

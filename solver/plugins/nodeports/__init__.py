@@ -43,7 +43,7 @@ class NodePorts(Plugin):
         if not wanted:
             return FilterResult.success(len(nodes))
         ports = state.ports
-        mask = np.fromiter((bool(ports[n]) and conflicts(ports[n], wanted) for n in np.asarray(nodes).tolist()),
+        mask = np.fromiter((bool(used := ports.get(n)) and conflicts(used, wanted) for n in np.asarray(nodes).tolist()),
                            dtype=bool, count=len(nodes))
         return FilterResult.fail_where(mask, Code.UNSCHEDULABLE, REASON)
 
