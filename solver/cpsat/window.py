@@ -116,6 +116,11 @@ def _placed_vector(pods: list[PodInfo], placed: set[int]) -> list[tuple[int, int
     return [(lvl, sum(1 for p in pods if p.priority == lvl and p.idx in placed)) for lvl in levels]
 
 
+def _attempts_vector(pods: list[PodInfo], attempts: dict) -> list[tuple[int, int]]:
+    """`_placed_vector` of a greedy run's attempts."""
+    return _placed_vector(pods, {i for i, a in attempts.items() if a.node is not None})
+
+
 def _lex_less(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
     return [c for _, c in a] < [c for _, c in b]
 
@@ -319,7 +324,7 @@ class CpsatScheduler:
             # beats greedy (a plan kube's filters accepted pod by pod), else greedy's plan
             hint = base.hint_attempts
             if base.hint_state is not base.greedy_state and _lex_less(
-                    fb_vec, _placed_vector(pods, {i for i, a in hint.items() if a.node is not None})):
+                    fb_vec, _attempts_vector(pods, hint)):
                 self.state, chosen, status = base.hint_state, hint, "FEASIBLE"
             else:
                 self.state, chosen, status = base.fallback_state, fallback, "FALLBACK"
@@ -364,7 +369,7 @@ class CpsatScheduler:
         best = _placed_vector(pods, greedy_placed)
         pack = self.opts.objective == "pack"
         for k, (state, attempts) in enumerate(self._reordered_hints(pods, short=len(greedy_placed) < len(pods))):
-            vec = _placed_vector(pods, {i for i, a in attempts.items() if a.node is not None})
+            vec = _attempts_vector(pods, attempts)
             if _lex_less(best, vec) or (pack and k == 0 and not _lex_less(vec, best)):
                 hint_state, hint_attempts, best = state, attempts, vec
         return _Baselines(greedy_state, len(greedy_placed), hint_state, hint_attempts, fallback_state,
@@ -478,6 +483,12 @@ class CpsatScheduler:
                 out.append(Placement(p.key, None, a.reason if a else None, p.priority))
         return out
 
+    def _fill_reasons(self, placements: list[Placement]) -> None:
+        """kube's message, against the current state, for each unplaced pod that has none yet."""
+        for pl in placements:
+            if pl.node is None and pl.reason is None:
+                pl.reason = self._unplaced_reason(self.index.pod_by_key[pl.pod])
+
     def _unplaced_reason(self, pod: PodInfo) -> str:
         """kube's message for the pod against the final state."""
         profile = self._profile(pod)
@@ -517,9 +528,7 @@ class CpsatScheduler:
         for k, wpods in enumerate(windows):
             remaining = self.opts.time_limit - (time.perf_counter() - started)
             window, placements, evictions = self.solve_window(wpods, max(0.05, remaining / (len(windows) - k)))
-            for pl in placements:
-                if pl.node is None and pl.reason is None:
-                    pl.reason = self._unplaced_reason(self.index.pod_by_key[pl.pod])
+            self._fill_reasons(placements)
             plan.windows.append(window)
             plan.placements.extend(placements)
             for victim, preemptor, violates in evictions:  # victims are bound pods: their node is in the index
@@ -548,22 +557,20 @@ class CpsatScheduler:
         if any(p.node is None for p in greedy.placements) and sum(c for _, c in best) < len(pods):
             final, self.state = self.state, ClusterState(index)
             for state, attempts in self._reordered_hints(pods, short=True):
-                vec = _placed_vector(pods, {i for i, a in attempts.items() if a.node is not None})
+                vec = _attempts_vector(pods, attempts)
                 if _lex_less(best, vec):
                     best, chosen = vec, (state, attempts)
             self.state = final
         if chosen is not None:
             self.state, attempts = chosen
-            names = index.node_names
-            out = Plan(engine="cpsat", windows=[{**w, "status": "FEASIBLE"} for w in plan.windows],
-                       evictions=[], warnings=[*plan.warnings, (
-                           "the windows together placed fewer pods than a greedy pass over all of them taking the "
-                           "pods in another order (smallest or biggest first); that pass's plan is used")])
-            out.placements = [*gated, *(
-                Placement(p.key, names[attempts[p.idx].node], None, p.priority, False,
-                          dict(attempts[p.idx].volume_bindings)) if attempts[p.idx].node is not None
-                else Placement(p.key, None, self._unplaced_reason(p), p.priority) for p in pods)]
-            return out
+            placements = self._placements(pods, {p.idx: attempts[p.idx].node for p in pods}, attempts,
+                                          {p.idx: attempts[p.idx].volume_bindings for p in pods})
+            self._fill_reasons(placements)
+            return Plan(engine="cpsat", placements=[*gated, *placements],
+                        windows=[{**w, "status": "FEASIBLE"} for w in plan.windows],
+                        warnings=[*plan.warnings, "the windows together placed fewer pods than a greedy pass over all "
+                                  "of them taking the pods in another order (smallest or biggest first); that "
+                                  "pass's plan is used"])
         if not _lex_less(mine, theirs):
             return plan
         greedy.engine = "cpsat"
