@@ -49,6 +49,18 @@ def checked_columns(index: ClusterIndex, pod_idx: int, ignored: Collection[str],
     ]
 
 
+def _checked(index: ClusterIndex, pod_idx: int, ignored: Collection[str], groups: Collection[str]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """`checked_columns` as an array and the pod's requests there, computed once per pod and filter arguments
+    (a pod's requests never change)."""
+    cache = index.cache.setdefault(f"NodeResourcesFit.checked/{sorted(ignored)}/{sorted(groups)}", {})
+    hit = cache.get(pod_idx)
+    if hit is None:
+        cols = np.asarray(checked_columns(index, pod_idx, ignored, groups), dtype=np.int64)
+        hit = cache[pod_idx] = (cols, index.pod_req[pod_idx, cols])
+    return hit
+
+
 def fit_filter(
     state: ClusterState, pod_idx: int, nodes: np.ndarray, ignored: Collection[str] = (), groups: Collection[str] = ()
 ) -> FilterResult:
@@ -62,36 +74,44 @@ def fit_filter(
     index = state.index
     nodes = np.asarray(nodes, dtype=np.int64)
     reasons: list[tuple[str, np.ndarray]] = []
-    too_many = state.pod_count[nodes] + 1 > index.max_pods[nodes]
-    if too_many.any():
-        reasons.append((TOO_MANY_PODS, too_many))
-    fail = too_many.copy()
-    unresolvable = np.zeros(len(nodes), dtype=bool)
-    cols = checked_columns(index, pod_idx, ignored, groups)
-    if cols:
-        want = index.pod_req[pod_idx, cols]
-        rows, cs = nodes[:, None], np.asarray(cols, dtype=np.int64)  # as np.ix_(nodes, cols), without its overhead
-        alloc = index.alloc[rows, cs]
-        short = want > alloc - state.requested[rows, cs]
-        for j, c in enumerate(cols):
-            if short[:, j].any():
-                reasons.append((f"Insufficient {index.resources[c]}", short[:, j]))
-        fail |= short.any(axis=1)
-        unresolvable = (short & (want > alloc)).any(axis=1)
-    code = np.where(unresolvable, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
-                    np.where(fail, np.int8(Code.UNSCHEDULABLE), np.int8(0))).astype(np.int8)
+    fail = state.pod_count[nodes] + 1 > index.max_pods[nodes]
+    if fail.any():
+        reasons.append((TOO_MANY_PODS, fail.copy()))
+    code = fail.astype(np.int8)  # Code.UNSCHEDULABLE is 1
+    cols, want = _checked(index, pod_idx, ignored, groups)
+    if len(cols):
+        rows = nodes[:, None]  # as np.ix_(nodes, cols), without its overhead
+        alloc = index.alloc[rows, cols]
+        short = want > alloc - state.requested[rows, cols]
+        failing = short.any(axis=0)
+        if failing.any():
+            for j in np.flatnonzero(failing).tolist():
+                reasons.append((f"Insufficient {index.resources[cols[j]]}", short[:, j]))
+            code[short.any(axis=1)] = Code.UNSCHEDULABLE
+            code[(short & (want > alloc)).any(axis=1)] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     return FilterResult(code, reasons)
+
+
+def _columns(index: ClusterIndex, resources: Sequence[str], non_zero: bool) -> tuple[np.ndarray, ...]:
+    """Per named resource, computed once per index: its column in alloc/requested (0 when kube does not track
+    it), whether it is tracked, its column in the non-zero arrays (−1 unless cpu/memory with `non_zero`) and
+    whether it is scalar."""
+    key = f"noderesources.columns/{non_zero}/{'/'.join(resources)}"
+    hit = index.cache.get(key)
+    if hit is None:
+        tracked = np.array([r in index.rid and (r in NATIVE or is_scalar(r)) for r in resources], dtype=bool)
+        cols = np.array([index.rid[r] if t else 0 for r, t in zip(resources, tracked, strict=True)], dtype=np.int64)
+        nz = np.array([("cpu", "memory").index(r) if non_zero and r in ("cpu", "memory") else -1 for r in resources],
+                      dtype=np.int64)
+        hit = index.cache[key] = (cols, tracked, nz, np.array([is_scalar(r) for r in resources], dtype=bool))
+    return hit  # type: ignore[return-value]
 
 
 def pod_requests(index: ClusterIndex, pod_idx: int, resources: Sequence[str], non_zero: bool) -> np.ndarray:
     """The pod's request per named resource; cpu/memory use the non-zero defaults when `non_zero`."""
-    out = np.zeros(len(resources), dtype=np.int64)
-    for j, r in enumerate(resources):
-        if non_zero and r in ("cpu", "memory"):
-            out[j] = index.pod_nonzero[pod_idx, 0 if r == "cpu" else 1]
-        elif r in index.rid and (r in NATIVE or is_scalar(r)):
-            out[j] = index.pod_req[pod_idx, index.rid[r]]
-    return out
+    cols, tracked, nz, _ = _columns(index, resources, non_zero)
+    actual = np.where(tracked, index.pod_req[pod_idx, cols], 0)
+    return np.where(nz >= 0, index.pod_nonzero[pod_idx, np.maximum(nz, 0)], actual)
 
 
 def allocation(
@@ -102,22 +122,22 @@ def allocation(
     requested = node's requested + pod's request, where cpu/memory use NonZeroRequested and the non-zero pod
     request when `non_zero` (NodeResourcesFit scoring), actual requests otherwise (BalancedAllocation).
     A resource is left out for a node when its allocatable is 0, or when it is scalar and the pod requests none.
+    Resources kube does not track count 0 requested of 0 allocatable.
     """
     index = state.index
-    nodes = np.asarray(nodes, dtype=np.int64)
+    rows = np.asarray(nodes, dtype=np.int64)[:, None]
+    cols, tracked, nz, scalar = _columns(index, resources, non_zero)
     p = pod_requests(index, pod_idx, resources, non_zero)
-    req = np.zeros((len(nodes), len(resources)), dtype=np.int64)
-    alloc = np.zeros_like(req)
-    for j, r in enumerate(resources):
-        col = index.rid.get(r)
-        if col is None or not (r in NATIVE or is_scalar(r)):
-            continue
-        alloc[:, j] = index.alloc[nodes, col]
-        if non_zero and r in ("cpu", "memory"):
-            used = state.nonzero_requested[nodes, 0 if r == "cpu" else 1]
-        else:
-            used = state.requested[nodes, col]
-        req[:, j] = used + p[j]
-    skip_scalar = np.array([is_scalar(r) for r in resources], dtype=bool) & (p == 0)
-    included = (alloc > 0) & ~skip_scalar[None, :]
+    if (nz < 0).all():
+        used = state.requested[rows, cols]
+    elif (nz >= 0).all():
+        used = state.nonzero_requested[rows, nz]
+    else:
+        used = np.where(nz >= 0, state.nonzero_requested[rows, np.maximum(nz, 0)], state.requested[rows, cols])
+    alloc = index.alloc[rows, cols]
+    req = used + p
+    if not tracked.all():
+        alloc = alloc * tracked
+        req = req * tracked
+    included = (alloc > 0) & ~(scalar & (p == 0))
     return req, alloc, included

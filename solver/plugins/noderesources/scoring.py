@@ -55,6 +55,8 @@ def balanced_allocation(req: np.ndarray, alloc: np.ndarray, inc: np.ndarray) -> 
     deviation for more, 0 otherwise; score = trunc((1 − std)·100). Float operations in kube's order."""
     n, k = req.shape
     frac = np.minimum(req / _safe(alloc), 1.0)
+    if k == 2 and inc.all():  # the usual cpu and memory, both counted everywhere: the two-resource branch below
+        return np.trunc((1 - np.abs((frac[:, 0] - frac[:, 1]) / 2)) * MAX).astype(np.int64)
     count = inc.sum(axis=1)
     total = np.zeros(n)
     first = np.zeros(n)
