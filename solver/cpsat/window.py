@@ -60,7 +60,7 @@ class CpsatOptions:
     workers: int = 2
     seed: int = 0
     objective: str = "default"  # default | pack | balance
-    scope: int = 64  # nodes per group kept in the model, at least (plus 4 per pod and greedy's nodes)
+    scope: int = 32  # nodes per group kept in the model, at least (plus 4 per pod and greedy's nodes)
     deterministic: bool = True
     tie_break: str = "order"
     # Optional progress hook: called as on_progress(seconds, objective, bound, stage) at every solution CP-SAT
