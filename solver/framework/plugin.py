@@ -62,7 +62,8 @@ class FilterResult:
     def fail_where(cls, mask: np.ndarray, code: Code, reason: str) -> FilterResult:
         """Nodes where `mask` holds fail with `code` and `reason`; the others succeed."""
         mask = np.asarray(mask, dtype=bool)
-        return cls(np.where(mask, np.int8(code), np.int8(0)).astype(np.int8), [(reason, mask)] if mask.any() else [])
+        return cls(np.where(mask, np.int8(code), np.int8(0)).astype(np.int8, copy=False),
+                   [(reason, mask)] if mask.any() else [])
 
     def reasons_of(self, i: int) -> list[str]:
         return [text for text, mask in self.reasons if mask[i]]

@@ -92,10 +92,10 @@ def fit_filter(
     return FilterResult(code, reasons)
 
 
-def _columns(index: ClusterIndex, resources: Sequence[str], non_zero: bool) -> tuple[np.ndarray, ...]:
+def _columns(index: ClusterIndex, resources: Sequence[str], non_zero: bool) -> tuple:
     """Per named resource, computed once per index: its column in alloc/requested (0 when kube does not track
-    it), whether it is tracked, its column in the non-zero arrays (−1 unless cpu/memory with `non_zero`) and
-    whether it is scalar."""
+    it), whether it is tracked, its column in the non-zero arrays (−1 unless cpu/memory with `non_zero`),
+    whether it is scalar; and a per-pod cache of `pod_requests`."""
     key = f"noderesources.columns/{non_zero}/{'/'.join(resources)}"
     hit = index.cache.get(key)
     if hit is None:
@@ -103,15 +103,19 @@ def _columns(index: ClusterIndex, resources: Sequence[str], non_zero: bool) -> t
         cols = np.array([index.rid[r] if t else 0 for r, t in zip(resources, tracked, strict=True)], dtype=np.int64)
         nz = np.array([("cpu", "memory").index(r) if non_zero and r in ("cpu", "memory") else -1 for r in resources],
                       dtype=np.int64)
-        hit = index.cache[key] = (cols, tracked, nz, np.array([is_scalar(r) for r in resources], dtype=bool))
-    return hit  # type: ignore[return-value]
+        hit = index.cache[key] = (cols, tracked, nz, np.array([is_scalar(r) for r in resources], dtype=bool), {})
+    return hit
 
 
 def pod_requests(index: ClusterIndex, pod_idx: int, resources: Sequence[str], non_zero: bool) -> np.ndarray:
     """The pod's request per named resource; cpu/memory use the non-zero defaults when `non_zero`."""
-    cols, tracked, nz, _ = _columns(index, resources, non_zero)
-    actual = np.where(tracked, index.pod_req[pod_idx, cols], 0)
-    return np.where(nz >= 0, index.pod_nonzero[pod_idx, np.maximum(nz, 0)], actual)
+    cols, tracked, nz, _, per_pod = _columns(index, resources, non_zero)
+    p = per_pod.get(pod_idx)
+    if p is None:
+        actual = np.where(tracked, index.pod_req[pod_idx, cols], 0)
+        p = per_pod[pod_idx] = np.where(nz >= 0, index.pod_nonzero[pod_idx, np.maximum(nz, 0)], actual)
+        p.flags.writeable = False  # shared by every caller
+    return p
 
 
 def allocation(
@@ -126,7 +130,7 @@ def allocation(
     """
     index = state.index
     rows = np.asarray(nodes, dtype=np.int64)[:, None]
-    cols, tracked, nz, scalar = _columns(index, resources, non_zero)
+    cols, tracked, nz, scalar, _ = _columns(index, resources, non_zero)
     p = pod_requests(index, pod_idx, resources, non_zero)
     if (nz < 0).all():
         used = state.requested[rows, cols]
