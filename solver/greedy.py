@@ -126,7 +126,8 @@ class GreedyScheduler:
     ) -> tuple[np.ndarray, FilterOutcome | None, int]:
         """Walk `nodes` from `next_start`, filtering in chunks until enough feasible nodes are found.
 
-        Returns (feasible node ids in walk order, the outcome over every evaluated node, processed).
+        Returns (feasible node ids in walk order, the outcome over every evaluated node, processed). The outcome
+        is only read when no node is feasible (the FitError and preemption), so it is merged only then.
         """
         n = len(nodes)
         if n == 0:
@@ -157,8 +158,7 @@ class GreedyScheduler:
                 need = want - found
                 chunk = max(256, 2 * need * done // found if found else 4 * chunk)
         feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
-        merged = _merge_outcomes(outcomes)
-        return feasible, merged, done
+        return feasible, None if len(feasible) else _merge_outcomes(outcomes), done
 
     def select(self, totals: np.ndarray) -> int:
         top = np.flatnonzero(totals == totals.max())
