@@ -37,9 +37,15 @@ as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) star
   restricted to the freed part, linear), keep the result when it does not cost more, then descend from it over
   the machines it touched.
 
-After a first descent, phases of annealing or of CP-SAT rounds follow, each kind drawn with a probability in
-proportion to its recent gain per unit of work (at least 15 % each): CP-SAT repacks tight machines exactly (a2_1),
-annealing wins where many small exchanges add up (a1_2, a1_4).
+- where there are transient resources, **soft annealing** phases: the same annealing with transient capacity
+  soft (each unit over it costs 2 → 500 times the largest load weight over the phase), then repaired to a feasible
+  assignment and descended from (`roadef_ls`); on a2_2, where transient room is what blocks the moves, this goes
+  much further than annealing within the feasible region.
+
+After a first descent, phases of annealing, soft annealing or CP-SAT rounds follow, each kind drawn with a
+probability in proportion to its recent gain per unit of work (at least 15 % each with two kinds, 10 % with
+three): CP-SAT repacks tight machines exactly (a2_1), annealing wins where many small exchanges add up (a1_2,
+a1_4).
 Every assignment kept is re-scored and re-checked by `objective`/`violations` first, so the search is always
 feasible; for a given seed and iteration count it is deterministic (work is counted, not timed, and CP-SAT runs
 single-threaded on a deterministic time budget); the wall-clock limit only decides where the trajectory stops.
@@ -430,6 +436,11 @@ class RoadefLNS:
         self.anneal_steps = 10000  # steps of one annealing phase
         self.t_start, self.t_end = 1e-3, 1e-6  # annealing temperatures, relative to the objective
         self.lns_rounds = 16  # CP-SAT rounds of one phase (about the same work as an annealing phase)
+        # soft-transient annealing: a unit of transient usage over capacity costs 2 → 500 times the largest load
+        # weight over the phase (an option only where there are transient resources)
+        w = float(max(1, int(inst.load_weight.max()) if inst.n_resources else 1))
+        self.soft_weights = (2.0 * w, 500.0 * w)
+        self.kinds = ["anneal", "lns"] + (["soft"] if inst.transient.any() else [])
         self.stats = SearchStats()
         self._refresh()
         self.moves = MoveState(inst, self.a0, self.a)
@@ -774,12 +785,14 @@ class RoadefLNS:
         self._refresh()
         return True
 
-    def anneal(self, deadline: float, steps: int) -> None:
-        """One annealing phase (`MoveState.anneal`) from the current assignment; keeps its best if it is better."""
+    def anneal(self, deadline: float, steps: int, soft: bool = False) -> None:
+        """One annealing phase (`MoveState.anneal`) from the current assignment; keeps its best if it is better.
+        `soft`: transient capacity is soft during the phase (`soft_weights`), then repaired."""
         ms = self.moves
         if not np.array_equal(ms.a, self.a):
             ms.load(self.a)
-        best_a, best = ms.anneal(self.rng, deadline, steps, self.obj * self.t_start, self.obj * self.t_end)
+        best_a, best = ms.anneal(self.rng, deadline, steps, self.obj * self.t_start, self.obj * self.t_end,
+                                 self.soft_weights if soft else None)
         self.stats.anneal_steps += steps
         if best < self.obj:
             self._accept(best_a)
@@ -805,8 +818,9 @@ class RoadefLNS:
             self.local_search(deadline, touched)
 
     def run(self, time_limit: float, max_iterations: int | None = None) -> np.ndarray:
-        """Descent, then phases of annealing or of CP-SAT rounds, each kind chosen with a probability in proportion
-        to its recent gain per unit of work, clipped to [0.15, 0.85] (one annealing step = 1 unit, one CP-SAT
+        """Descent, then phases of annealing, soft annealing (where there are transient resources) or CP-SAT
+        rounds, each kind chosen with a probability in proportion to its recent gain per unit of work, clipped to
+        [0.15, 0.85] with two kinds, [0.1, 0.8] with three (one annealing step = 1 unit, one CP-SAT
         round = `LNS_WORK` units; counted, not timed, so that the trajectory
         depends on the seed only). `max_iterations` bounds the work: CP-SAT rounds plus annealing steps / `LNS_WORK`
         (`stats.iterations`)."""
@@ -824,21 +838,29 @@ class RoadefLNS:
         before = self.obj
         self.local_search(deadline)
         note("descent", before)
-        rate = {"anneal": float("inf"), "lns": float("inf")}
+        rate = {k: float("inf") for k in self.kinds}
+        floor = 0.15 if len(rate) == 2 else 0.1
         while time.monotonic() < deadline - 0.05:
             if max_iterations is not None and self.stats.iterations >= max_iterations:
                 break
             if float("inf") in rate.values():  # try each kind once
                 kind = self.rng.choice([k for k, v in rate.items() if v == float("inf")])
-            else:  # in proportion to the recent gain per unit of work, each at least 15 % of the phases
-                total = rate["anneal"] + rate["lns"]
-                share = min(0.85, max(0.15, rate["anneal"] / total)) if total > 0 else 0.5
-                kind = "anneal" if self.rng.random() < share else "lns"
+            else:  # in proportion to the recent gain per unit of work, each at least `floor` of the phases
+                total = sum(rate.values())
+                shares = [rate[k] / total if total > 0 else 1.0 / len(rate) for k in self.kinds]
+                shares = [min(1.0 - floor * (len(shares) - 1), max(floor, x)) for x in shares]
+                x = self.rng.random() * sum(shares)
+                kind = self.kinds[-1]
+                for k, sh in zip(self.kinds, shares, strict=True):
+                    if x < sh:
+                        kind = k
+                        break
+                    x -= sh
             before = self.obj
             left = float("inf") if max_iterations is None else max_iterations - self.stats.iterations
-            if kind == "anneal":
+            if kind in ("anneal", "soft"):
                 steps = int(min(self.anneal_steps, left * self.LNS_WORK))
-                self.anneal(deadline, steps)
+                self.anneal(deadline, steps, soft=kind == "soft")
                 self.stats.iterations += -(-steps // self.LNS_WORK)
                 work = steps
             else:

@@ -30,6 +30,22 @@ dependency, and then a swap across neighborhoods is not considered. When t = s, 
 neighborhood keeps the same services, so conflict, spread and dependencies hold as before (the move that
 unlocks processes pinned by dependencies), and the service term uses moved'[s] = moved[s] + Δ_p + Δ_q.
 
+**Room prefilter.** room_m[m] = C[m] − U[m], and C[m] − T[m] on transient resources, and for each process q,
+room_q[q] = C − U + r_q on q's machine, at most C − T + r_q·[a(q) ≠ a⁰(q)] on transient resources (both kept
+up to date for the machines a move touches). A shift of p to m ≠ a⁰(p) fits iff r_p ≤ room_m[m]; a swap of p
+with q fits iff r_p ≤ room_q[q] and r_q ≤ the same room of p on m₀, unless q is on a⁰(p) or q's initial machine
+is m₀ (a process going home adds no transient usage). So one (P, R) comparison keeps every candidate that may
+fit (those few exceptions included) and the exact checks above run on those only: same moves, same order.
+
+**Soft transient capacity** (`soft` > 0, annealing only): transient usage over capacity is allowed and costs
+`soft` per unit, over_t[m] = Σ_r max(0, T[m, r] − C[m, r]) on transient resources; shift and swap deltas then
+add soft·Δover_t of the two machines, every other constraint stays hard. `anneal(soft=(w₀, w₁))` raises the
+weight geometrically over the phase, counts only feasible assignments as its best, and at the end repairs
+(`_repair`: descents over the processes of machines still over, at 10·w₁ then 100·w₁, then a process moved onto
+such a machine sent home after one process of its home moves out) and descends with hard constraints again.
+Where transient capacity is the binding constraint (a2_2: the relaxed problem reaches half the objective),
+the walk crosses the infeasible region between feasible assignments that no feasible path joins.
+
 `descend` is a best-improvement descent over a work queue of processes (first the whole set in random order;
 after a move, the processes of the machines it touched are queued again): for each process, its best shift and
 its best swap, the better one applied when ΔF < 0.
@@ -86,6 +102,7 @@ class MoveState:
         self.linked = (dep + dep.T) > 0
         self.has_deps = bool(dep.any())
         self.a = np.empty(0, dtype=np.int64)
+        self.soft = 0.0  # > 0: transient capacity is soft, each unit over it costs `soft` (see `anneal`)
         self.load(current)
 
     # ---- state
@@ -113,6 +130,31 @@ class MoveState:
         np.add.at(self.nb, (self.svc, self.nbh[a]), 1)
         self.missing = self.dep @ (self.nb == 0).astype(np.int64)
         self.needed = self.dep.T @ (self.nb > 0).astype(np.int64)
+        self.over_t = self._over_t(np.arange(n_m), self.T[:, self.trans])
+        self._all_rooms()
+
+    def _over_t(self, rows: np.ndarray | int, t: np.ndarray) -> np.ndarray:
+        """Σ over transient resources of the usage `t` above capacity, per machine of `rows` (0 when feasible)."""
+        return np.maximum(t - self.cap_t[rows], 0).sum(axis=-1)
+
+    def _all_rooms(self) -> None:
+        self.room_m = self.cap - self.U
+        if not self.soft:
+            self.room_m[:, self.trans] = self.cap_t - self.T[:, self.trans]
+        self.room_q = np.empty_like(self.req)
+        self._refresh_rooms(np.arange(len(self.a)))
+
+    def _refresh_rooms(self, idx: np.ndarray) -> None:
+        """room_q[q] for the processes `idx`: the room p may take on q's machine when q leaves it,
+        C − U + r_q, and on transient resources (unless soft) at most C − T + r_q·[a(q) ≠ a⁰(q)]."""
+        m = self.a[idx]
+        rq = self.req[idx]
+        room = self.cap[m] - self.U[m] + rq
+        if len(self.trans) and not self.soft:
+            tr = self.trans
+            away = (m != self.a0[idx])[:, None]
+            room[:, tr] = np.minimum(room[:, tr], self.cap_t[m] - self.T[m][:, tr] + rq[:, tr] * away)
+        self.room_q[idx] = room
 
     @property
     def objective(self) -> int:
@@ -144,6 +186,13 @@ class MoveState:
         self.move_sum += int(self.pm_w[p]) * (now - was) + int(self.mm_w[a0p, m1]) - int(self.mm_w[a0p, m0])
         both = np.array([m0, m1])
         self.mc[both] = self.cost(both, self.U[both])
+        self.room_m[both] = self.cap[both] - self.U[both]
+        if len(self.trans):
+            t_both = self.T[np.ix_(both, self.trans)]
+            self.over_t[both] = self._over_t(both, t_both)
+            if not self.soft:
+                self.room_m[np.ix_(both, self.trans)] = self.cap_t[both] - t_both
+        self._refresh_rooms(np.flatnonzero((a == m0) | (a == m1)))
         self.occ[s, m0] -= 1
         self.occ[s, m1] += 1
         l0, l1 = int(self.loc[m0]), int(self.loc[m1])
@@ -195,17 +244,25 @@ class MoveState:
         a, s = self.a, int(self.svc[p])
         m0, a0p = int(a[p]), int(self.a0[p])
         r = self.req[p]
-        ok = self.occ[s] == 0
+        # room_m = C − U, and C − T on transient resources: the whole check for m ≠ a⁰(p), a prefilter for a⁰(p)
+        ok = (self.occ[s] == 0) & (self.room_m >= r).all(axis=1)
+        ok[a0p] = self.occ[s, a0p] == 0
         ok[m0] = False
         cand = np.flatnonzero(ok)
         if not len(cand):
             return cand, cand
         u_new = self.U[cand] + r
         ok = (u_new <= self.cap[cand]).all(axis=1)
+        pen = None
         if len(self.trans):
             tr = self.trans
             t_new = self.T[:, tr][cand] + r[tr] * (cand != a0p)[:, None]
-            ok &= (t_new <= self.cap_t[cand]).all(axis=1)
+            if self.soft:
+                t0 = self.T[m0, tr] - r[tr] * int(m0 != a0p)
+                pen = self.soft * (self._over_t(cand, t_new) - self.over_t[cand]
+                                   + float(self._over_t(m0, t0) - self.over_t[m0]))
+            else:
+                ok &= (t_new <= self.cap_t[cand]).all(axis=1)
         if self.spread[s] > 1:
             l0 = self.loc[m0]
             lc = self.loc[cand]
@@ -222,6 +279,8 @@ class MoveState:
         if not len(cand):
             return cand, cand.astype(np.int64)
         delta = self.cost(cand, u_new) - self.mc[cand]
+        if pen is not None:
+            delta = delta + pen[ok]
         delta += int(self.cost(np.array([m0]), (self.U[m0] - r)[None, :])[0] - self.mc[m0])
         was = int(m0 != a0p)
         now = (cand != a0p).astype(np.int64)
@@ -236,20 +295,38 @@ class MoveState:
 
     def swap_deltas(self, p: int) -> tuple[np.ndarray, np.ndarray]:
         """(processes q, ΔF) of every feasible swap of p with a process q on another machine."""
-        q1, d1 = self._swap_other_service(p)
-        q2, d2 = self._swap_same_service(p)
+        sub = self._swap_room_prefilter(p)
+        q1, d1 = self._swap_other_service(p, sub)
+        q2, d2 = self._swap_same_service(p, sub)
         if not len(q2):
             return q1, d1
         return np.concatenate([q1, q2]), np.concatenate([d1, d2])
 
-    def _swap_same_service(self, p: int) -> tuple[np.ndarray, np.ndarray]:
-        """Swaps of p with another process of its own service: machines, locations and neighborhoods keep the
-        same services, so only room, transient room and costs change."""
+    def _swap_room_prefilter(self, p: int) -> np.ndarray:
+        """The processes q on other machines than p's that may swap with p as far as room goes (ascending): q fits
+        the room p leaves on m₀ and p fits the room q leaves (`room_q`). Both are the exact capacity and transient
+        checks unless q is on p's initial machine or q's initial machine is m₀ (a process going home adds no
+        transient usage); those few are kept for the exact checks that follow."""
+        a, a0 = self.a, self.a0
+        m0, a0p = int(a[p]), int(a0[p])
+        r = self.req[p]
+        room0 = self.cap[m0] - self.U[m0] + r
+        if len(self.trans) and not self.soft:
+            tr = self.trans
+            room0[tr] = np.minimum(room0[tr], self.cap_t[m0] - self.T[m0, tr] + r[tr] * int(m0 != a0p))
+        ok = (self.req <= room0).all(axis=1) & (self.room_q >= r).all(axis=1)
+        ok |= (a == a0p) | (a0 == m0)
+        ok &= a != m0
+        return np.flatnonzero(ok)
+
+    def _swap_same_service(self, p: int, sub: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Swaps of p with another process of its own service (among `sub`, default all): machines, locations
+        and neighborhoods keep the same services, so only room, transient room and costs change."""
         a, s = self.a, int(self.svc[p])
-        q = self.svc_procs[s]
-        if len(q) < 2:
-            return q[:0], q[:0]
+        q = self.svc_procs[s] if sub is None else sub[self.svc[sub] == s]
         q = q[q != p]
+        if not len(q):
+            return q, q
         m0, a0p = int(a[p]), int(self.a0[p])
         r = self.req[p]
         m1 = a[q]
@@ -263,6 +340,8 @@ class MoveState:
         if not len(q):
             return q, q
         delta, was_p, now_p, was_q, now_q = self._swap_delta(p, m0, a0p, u0, q, m1, a0q, u1)
+        if self.soft and len(self.trans):
+            delta = delta + self._swap_penalty(m0, a0p, r, m1, a0q, self.req[q])
         if self.w_s:
             rest = self.moved.copy()
             rest[s] = 0
@@ -274,14 +353,23 @@ class MoveState:
                            rq: np.ndarray) -> np.ndarray:
         """Transient capacity after swapping p (on m₀, initially on a0p, requests r) with each q (on m₁, initially
         on a0q, requests rq): a process counts on a machine it is on or started on, so T[m₀] loses r unless m₀ is
-        p's initial machine and gains rq unless it is q's; symmetrically on m₁."""
-        if not len(self.trans):
+        p's initial machine and gains rq unless it is q's; symmetrically on m₁. When soft, every swap passes."""
+        if not len(self.trans) or self.soft:
             return np.ones(len(m1), dtype=bool)
+        t0, t1 = self._swap_t(m0, a0p, r, m1, a0q, rq)
+        return (t0 <= self.cap_t[m0]).all(axis=1) & (t1 <= self.cap_t[m1]).all(axis=1)
+
+    def _swap_t(self, m0: int, a0p: int, r: np.ndarray, m1: np.ndarray, a0q: np.ndarray, rq: np.ndarray):
         tr = self.trans
         rqt = rq[:, tr]
         t0 = self.T[m0, tr] - r[tr] * int(m0 != a0p) + rqt * (m0 != a0q)[:, None]
         t1 = self.T[:, tr][m1] - rqt * (m1 != a0q)[:, None] + r[tr] * (m1 != a0p)[:, None]
-        return (t0 <= self.cap_t[m0]).all(axis=1) & (t1 <= self.cap_t[m1]).all(axis=1)
+        return t0, t1
+
+    def _swap_penalty(self, m0: int, a0p: int, r: np.ndarray, m1: np.ndarray, a0q: np.ndarray, rq: np.ndarray):
+        """Soft mode: the change of `soft` × transient usage over capacity on m₀ and m₁ of each swap."""
+        t0, t1 = self._swap_t(m0, a0p, r, m1, a0q, rq)
+        return self.soft * (self._over_t(m0, t0) - self.over_t[m0] + self._over_t(m1, t1) - self.over_t[m1])
 
     def _swap_delta(self, p: int, m0: int, a0p: int, u0: np.ndarray, q: np.ndarray, m1: np.ndarray,
                     a0q: np.ndarray, u1: np.ndarray):
@@ -296,15 +384,18 @@ class MoveState:
         delta += self.pm_w[q] * (now_q - was_q) + self.mm_w[a0q, m0] - self.mm_w[a0q, m1]
         return delta, was_p, now_p, was_q, now_q
 
-    def _swap_other_service(self, p: int) -> tuple[np.ndarray, np.ndarray]:
-        """Swaps of p with a process q of another service."""
+    def _swap_other_service(self, p: int, sub: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Swaps of p with a process q of another service (among `sub`, default all)."""
         a, s = self.a, int(self.svc[p])
         m0, a0p = int(a[p]), int(self.a0[p])
         r = self.req[p]
         svc = self.svc
         # machines without s, and services absent from m₀ (this excludes s itself and every q on m₀, since p is
         # a process of s on m₀)
-        q = np.flatnonzero((self.occ[s] == 0)[a] & (self.occ[:, m0] == 0)[svc])
+        if sub is None:
+            q = np.flatnonzero((self.occ[s] == 0)[a] & (self.occ[:, m0] == 0)[svc])
+        else:
+            q = sub[(self.occ[s] == 0)[a[sub]] & (self.occ[:, m0] == 0)[svc[sub]]]
         if not len(q):
             return q, q
         m1 = a[q]
@@ -338,6 +429,8 @@ class MoveState:
         if not len(q):
             return q, q
         delta, was_p, now_p, was_q, now_q = self._swap_delta(p, m0, a0p, u0, q, m1, a0q, u1)
+        if self.soft and len(self.trans):
+            delta = delta + self._swap_penalty(m0, a0p, r, m1, a0q, self.req[q])
         if self.w_s:
             vals, idx = self._service_max_rest()
             rest = np.where((idx[0] != s) & (idx[0] != t), vals[0],
@@ -398,34 +491,105 @@ class MoveState:
     # ---- annealing
 
     def anneal(self, rng: random.Random, deadline: float, steps: int, t_start: float, t_end: float,
-               ) -> tuple[np.ndarray, int]:
+               soft: tuple[float, float] | None = None) -> tuple[np.ndarray, int]:
         """Heat-bath annealing: `steps` times, a random process p moves to one of its feasible shifts or swaps (or
         stays), chosen with probability ∝ exp(−ΔF/T) (Gumbel-max sampling), T geometric from `t_start` to `t_end`.
-        Returns the best assignment met and its objective; the state ends on the last one."""
+        With `soft` = (w_start, w_end), transient capacity is not enforced but each unit of transient usage over
+        capacity adds w to ΔF, w geometric from w_start to w_end (so the walk crosses transiently infeasible
+        assignments and is pushed back towards feasible ones); only feasible assignments count as the best.
+        Returns the best assignment met and its objective; the state ends on the last one (hard again)."""
         gen = np.random.default_rng(rng.randrange(1 << 32))
         best_a, best = self.a.copy(), self.objective
         cur = best
         n_p = len(self.a)
         ratio = (t_end / t_start) ** (1.0 / max(1, steps - 1)) if t_start > 0 and t_end > 0 else 1.0
         temp = t_start
-        for i in range(steps):
-            if not i % 64 and time.monotonic() > deadline:
-                break
-            p = rng.randrange(n_p)
-            c1, d1 = self.shift_deltas(p)
-            c2, d2 = self.swap_deltas(p)
-            n1 = len(c1)
-            d = np.concatenate([[0], d1, d2]).astype(float)
-            k = int(np.argmin(d - temp * gen.gumbel(size=len(d)))) if temp > 0 else int(np.argmin(d))
-            temp *= ratio
-            if k == 0:
-                continue
-            if k <= n1:
-                self.apply_shift(p, int(c1[k - 1]))
-            else:
-                self.apply_swap(p, int(c2[k - 1 - n1]))
-            cur += int(d[k])
-            if cur < best:
-                best = cur
-                best_a = self.a.copy()
+        soft_on = soft is not None and len(self.trans) > 0 and soft[0] > 0
+        adaptive = soft_on and soft[1] <= 0
+        if soft_on:
+            w_ratio = (soft[1] / soft[0]) ** (1.0 / max(1, steps - 1)) if not adaptive else 1.0
+            self.soft = float(soft[0])
+            self._all_rooms()
+        try:
+            for i in range(steps):
+                if not i % 64 and time.monotonic() > deadline:
+                    break
+                p = rng.randrange(n_p)
+                c1, d1 = self.shift_deltas(p)
+                c2, d2 = self.swap_deltas(p)
+                n1 = len(c1)
+                d = np.concatenate([[0], d1, d2]).astype(float)
+                k = int(np.argmin(d - temp * gen.gumbel(size=len(d)))) if temp > 0 else int(np.argmin(d))
+                temp *= ratio
+                if soft_on:
+                    if adaptive:
+                        if not i % 16:
+                            self.soft = self.soft * 1.2 if self.over_t.any() else max(1.0, self.soft / 1.2)
+                    else:
+                        self.soft *= w_ratio
+                if k == 0:
+                    continue
+                if k <= n1:
+                    self.apply_shift(p, int(c1[k - 1]))
+                else:
+                    self.apply_swap(p, int(c2[k - 1 - n1]))
+                if soft_on:
+                    if self.over_t.any():
+                        continue
+                    cur = self.objective
+                else:
+                    cur += int(d[k])
+                if cur < best:
+                    best = cur
+                    best_a = self.a.copy()
+            if soft_on:  # back to a feasible assignment, then a plain descent from it
+                self._repair(rng, deadline, soft[1] if not adaptive else max(self.soft, soft[0]) * 100)
+                if not self.over_t.any():
+                    self.soft = 0.0
+                    self._all_rooms()
+                    self.descend(rng, deadline)
+                    cur = self.objective
+                    if cur < best:
+                        best = cur
+                        best_a = self.a.copy()
+        finally:
+            if soft_on:
+                self.soft = 0.0
+                self._all_rooms()
         return best_a, best
+
+    def _repair(self, rng: random.Random, deadline: float, w: float) -> None:
+        """Soft mode: descents over the processes of machines over transient capacity, the weight of a unit over
+        raised to 10·w then 100·w, until no machine is over (or the moves run out)."""
+        for f in (10.0, 100.0):
+            if not self.over_t.any():
+                return
+            self.soft = w * f
+            self._all_rooms()
+            queue = np.flatnonzero(np.isin(self.a, np.flatnonzero(self.over_t > 0))).tolist()
+            rng.shuffle(queue)
+            self.descend(rng, deadline, queue)
+        # still over: send a process moved onto such a machine home, after moving one process out of its home
+        for m in np.flatnonzero(self.over_t > 0).tolist():
+            for p in np.flatnonzero((self.a == m) & (self.a0 != m)).tolist():
+                if not self.over_t[m] or time.monotonic() > deadline:
+                    break
+                self._eject_home(p)
+
+    def _eject_home(self, p: int) -> bool:
+        """Soft mode: for each process q on p's initial machine h, q's best shift and then p's shift home,
+        kept when the two together lower ΔF; else q goes back. Returns whether p went home."""
+        h = int(self.a0[p])
+        for q in np.flatnonzero(self.a == h).tolist():
+            cq, dq = self.shift_deltas(q)
+            if not len(cq):
+                continue
+            k = int(np.argmin(dq))
+            self.apply_shift(q, int(cq[k]))
+            cp, dp = self.shift_deltas(p)
+            at = np.flatnonzero(cp == h)
+            if len(at) and dq[k] + dp[at[0]] < 0:
+                self.apply_shift(p, h)
+                return True
+            self.apply_shift(q, h)
+        return False
