@@ -41,8 +41,9 @@ fit (those few exceptions included) and the exact checks above run on those only
 `soft` per unit, over_t[m] = Σ_r max(0, T[m, r] − C[m, r]) on transient resources; shift and swap deltas then
 add soft·Δover_t of the two machines, every other constraint stays hard. `anneal(soft=(w₀, w₁))` raises the
 weight geometrically over the phase, counts only feasible assignments as its best, and at the end repairs
-(`_repair`: descents over the processes of machines still over, at 10·w₁ then 100·w₁, then a process moved onto
-such a machine sent home after one process of its home moves out) and descends with hard constraints again.
+(`_repair`: descents over the processes of machines still over, at 10·w₁ then 100·w₁; then `_eject`: a process
+moved onto such a machine goes home, or to a machine with transient room for it, after one process there moves
+out) and descends with hard constraints again.
 Where transient capacity is the binding constraint (a2_2: the relaxed problem reaches half the objective),
 the walk crosses the infeasible region between feasible assignments that no feasible path joins.
 
@@ -505,9 +506,8 @@ class MoveState:
         ratio = (t_end / t_start) ** (1.0 / max(1, steps - 1)) if t_start > 0 and t_end > 0 else 1.0
         temp = t_start
         soft_on = soft is not None and len(self.trans) > 0 and soft[0] > 0
-        adaptive = soft_on and soft[1] <= 0
         if soft_on:
-            w_ratio = (soft[1] / soft[0]) ** (1.0 / max(1, steps - 1)) if not adaptive else 1.0
+            w_ratio = (soft[1] / soft[0]) ** (1.0 / max(1, steps - 1))
             self.soft = float(soft[0])
             self._all_rooms()
         try:
@@ -522,11 +522,7 @@ class MoveState:
                 k = int(np.argmin(d - temp * gen.gumbel(size=len(d)))) if temp > 0 else int(np.argmin(d))
                 temp *= ratio
                 if soft_on:
-                    if adaptive:
-                        if not i % 16:
-                            self.soft = self.soft * 1.2 if self.over_t.any() else max(1.0, self.soft / 1.2)
-                    else:
-                        self.soft *= w_ratio
+                    self.soft *= w_ratio
                 if k == 0:
                     continue
                 if k <= n1:
@@ -543,7 +539,7 @@ class MoveState:
                     best = cur
                     best_a = self.a.copy()
             if soft_on:  # back to a feasible assignment, then a plain descent from it
-                self._repair(rng, deadline, soft[1] if not adaptive else max(self.soft, soft[0]) * 100)
+                self._repair(rng, deadline, soft[1])
                 if not self.over_t.any():
                     self.soft = 0.0
                     self._all_rooms()
@@ -569,27 +565,36 @@ class MoveState:
             queue = np.flatnonzero(np.isin(self.a, np.flatnonzero(self.over_t > 0))).tolist()
             rng.shuffle(queue)
             self.descend(rng, deadline, queue)
-        # still over: send a process moved onto such a machine home, after moving one process out of its home
+        # still over: move a process that was moved onto such a machine to its home or to a machine with
+        # transient room for it, after moving one process out of that machine
         for m in np.flatnonzero(self.over_t > 0).tolist():
             for p in np.flatnonzero((self.a == m) & (self.a0 != m)).tolist():
                 if not self.over_t[m] or time.monotonic() > deadline:
                     break
-                self._eject_home(p)
+                self._eject(p)
 
-    def _eject_home(self, p: int) -> bool:
-        """Soft mode: for each process q on p's initial machine h, q's best shift and then p's shift home,
-        kept when the two together lower ΔF; else q goes back. Returns whether p went home."""
-        h = int(self.a0[p])
-        for q in np.flatnonzero(self.a == h).tolist():
-            cq, dq = self.shift_deltas(q)
-            if not len(cq):
-                continue
-            k = int(np.argmin(dq))
-            self.apply_shift(q, int(cq[k]))
-            cp, dp = self.shift_deltas(p)
-            at = np.flatnonzero(cp == h)
-            if len(at) and dq[k] + dp[at[0]] < 0:
-                self.apply_shift(p, h)
-                return True
-            self.apply_shift(q, h)
+    def _eject(self, p: int, width: int = 8) -> bool:
+        """Soft mode: for a target h of p (its initial machine, then up to `width` machines with transient room
+        for it, most room first) and each process q on h, q's best shift and then p's shift to h, kept when the
+        two together lower ΔF; else q goes back. Returns whether p moved."""
+        h0 = int(self.a0[p])
+        targets = [h0]
+        if len(self.trans):
+            spare = (self.cap_t - self.T[:, self.trans] - self.req[p, self.trans]).min(axis=1)
+            spare[[h0, int(self.a[p])]] = -1
+            order = np.argsort(-spare, kind="stable")[:width]
+            targets += [int(h) for h in order if spare[h] >= 0]
+        for h in targets:
+            for q in np.flatnonzero(self.a == h).tolist():
+                cq, dq = self.shift_deltas(q)
+                if not len(cq):
+                    continue
+                k = int(np.argmin(dq))
+                self.apply_shift(q, int(cq[k]))
+                cp, dp = self.shift_deltas(p)
+                at = np.flatnonzero(cp == h)
+                if len(at) and dq[k] + dp[at[0]] < 0:
+                    self.apply_shift(p, h)
+                    return True
+                self.apply_shift(q, h)
         return False
