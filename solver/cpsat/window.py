@@ -549,8 +549,12 @@ class CpsatScheduler:
         greedy run over every pod from the initial state and, when that leaves pods out, with the reordered
         passes over every pod (`_reordered_hints`). The plan placing most, lexicographically by priority, is
         kept: the windows', else greedy's (every window then says FALLBACK), else a pass's that beats greedy
-        (every window says FEASIBLE; a warning says so)."""
+        (every window says FEASIBLE; a warning says so). Windows that place every pod need no comparison: no plan
+        places more."""
         index = self.index
+        placed = {p.pod for p in plan.placements if p.node}
+        if all(p.key in placed for p in pods):
+            return plan
         greedy = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed).run(pods)
         keys = {p.key for p in pods}
         gated = [p for p in plan.placements if p.pod not in keys]

@@ -268,3 +268,16 @@ def test_windows_that_together_place_fewer_than_greedy_give_way_to_the_greedy_pl
     assert [p.node for p in plan.placements] == ["a", "a"]
     assert all(w["status"] == "FALLBACK" for w in plan.windows)
     assert "fewer pods than one greedy run" in plan.warnings[-1]
+
+
+def test_windows_that_place_every_pod_are_not_compared_with_a_greedy_run_over_the_whole_queue(monkeypatch):
+    from kplace.solver.cpsat import window as window_mod
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a plan placing every pod needs no whole-run greedy comparison")
+
+    monkeypatch.setattr(window_mod.GreedyScheduler, "run", fail)
+    state = build_state(node("a", cpu="4"), [pod(f"p{i}", cpu="1", creation=_ts(i)) for i in range(3)])
+    plan = schedule_cpsat(state.index, options=CpsatOptions(window=1, time_limit=5, workers=1))
+    assert len(plan.windows) == 3
+    assert [p.node for p in plan.placements] == ["a", "a", "a"]
