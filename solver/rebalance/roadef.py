@@ -39,8 +39,8 @@ as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) star
 
 - where there are transient resources, **soft annealing** phases: the same annealing with transient capacity
   soft (each unit over it costs 2 → 500 times the largest load weight over the phase), then repaired to a feasible
-  assignment and descended from (`roadef_ls`); on a2_2, where transient room is what blocks the moves, this goes
-  much further than annealing within the feasible region.
+  assignment and descended from (`roadef_ls`); on a2_2, where transient room is what blocks the moves, a soft
+  phase goes further than annealing within the feasible region.
 
 After a first descent, phases of annealing, soft annealing or CP-SAT rounds follow, each kind drawn with a
 probability in proportion to its recent gain per unit of work (at least 15 % each with two kinds, 10 % with
