@@ -80,10 +80,13 @@ def _placed_stage(name: str, v: Variables, groups: list[PodGroup], weight: dict[
 def score_terms(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain]) -> tuple[object, dict]:
     """Σ c[g, n] · y[g, n] and the coefficients per group and node."""
     weights: dict[int, dict[int, int]] = {}
+    coef = np.zeros(len(v.state.index.nodes), dtype=np.int64)  # one group's coefficients, by node id
     for g in groups:
         d = domains[g.gid]
-        coef = dict(zip(d.nodes.tolist(), d.coef.tolist(), strict=True))
-        weights[g.gid] = {n: int(coef.get(n, 0)) for n in v.y[g.gid]}
+        coef[d.nodes] = d.coef
+        nodes = list(v.y[g.gid])
+        weights[g.gid] = dict(zip(nodes, coef[nodes].tolist(), strict=True))
+        coef[d.nodes] = 0
     return _weighted(weights, v), weights
 
 

@@ -49,6 +49,11 @@ def checked_columns(index: ClusterIndex, pod_idx: int, ignored: Collection[str],
     ]
 
 
+def _rows(matrix: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """matrix[nodes] (every column): `np.take` gathers rows several times faster than fancy indexing."""
+    return np.take(matrix, nodes, axis=0)
+
+
 def _checked(index: ClusterIndex, pod_idx: int, ignored: Collection[str], groups: Collection[str]
              ) -> tuple[np.ndarray, np.ndarray]:
     """`checked_columns` as an array and the pod's requests there, computed once per pod and filter arguments
@@ -80,9 +85,8 @@ def fit_filter(
     code = fail.astype(np.int8)  # Code.UNSCHEDULABLE is 1
     cols, want = _checked(index, pod_idx, ignored, groups)
     if len(cols):
-        rows = nodes[:, None]  # as np.ix_(nodes, cols), without its overhead
-        alloc = index.alloc[rows, cols]
-        short = want > alloc - state.requested[rows, cols]
+        alloc = _rows(index.alloc, nodes)[:, cols]
+        short = want > alloc - _rows(state.requested, nodes)[:, cols]
         failing = short.any(axis=0)
         if failing.any():
             for j in np.flatnonzero(failing).tolist():
@@ -129,16 +133,17 @@ def allocation(
     Resources kube does not track count 0 requested of 0 allocatable.
     """
     index = state.index
-    rows = np.asarray(nodes, dtype=np.int64)[:, None]
+    nodes = np.asarray(nodes, dtype=np.int64)
     cols, tracked, nz, scalar, _ = _columns(index, resources, non_zero)
     p = pod_requests(index, pod_idx, resources, non_zero)
     if (nz < 0).all():
-        used = state.requested[rows, cols]
+        used = _rows(state.requested, nodes)[:, cols]
     elif (nz >= 0).all():
-        used = state.nonzero_requested[rows, nz]
+        used = _rows(state.nonzero_requested, nodes)[:, nz]
     else:
-        used = np.where(nz >= 0, state.nonzero_requested[rows, np.maximum(nz, 0)], state.requested[rows, cols])
-    alloc = index.alloc[rows, cols]
+        used = np.where(nz >= 0, _rows(state.nonzero_requested, nodes)[:, np.maximum(nz, 0)],
+                        _rows(state.requested, nodes)[:, cols])
+    alloc = _rows(index.alloc, nodes)[:, cols]
     req = used + p
     if not tracked.all():
         alloc = alloc * tracked
