@@ -22,7 +22,7 @@ def fit_bound(state: ClusterState, group: PodGroup, nodes: np.ndarray) -> np.nda
     """Per node of `nodes`, how many pods of `group` fit alone on the node at the window's start."""
     index = state.index
     req = index.pod_req[group.rep.idx]
-    free = index.alloc[nodes] - state.requested[nodes]
+    free = np.take(index.alloc, nodes, axis=0) - np.take(state.requested, nodes, axis=0)  # take: fast row gathers
     ub = np.full(len(nodes), group.size, dtype=np.int64)
     for r in np.flatnonzero(req > 0).tolist():
         ub = np.minimum(ub, np.maximum(free[:, r], 0) // req[r])

@@ -18,6 +18,9 @@ def _safe(alloc: np.ndarray) -> np.ndarray:
 
 def _weighted_mean(s: np.ndarray, inc: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Σ s·w / Σ w over counted resources, integer division; 0 when no weight is counted."""
+    if inc.all():  # every resource counted on every node: one weight sum for all
+        den = int(w.sum())
+        return s @ w // den if den > 0 else np.zeros(len(s), dtype=np.int64)
     num = (s * w * inc).sum(axis=1)
     den = (w * inc).sum(axis=1)
     return np.where(den > 0, num // np.where(den > 0, den, 1), 0)
