@@ -105,7 +105,7 @@ def run_filters(
         if len(alive) == len(nodes):  # nothing failed yet: the plugin's answer is already over `nodes`
             res = plugin.filter(state, pod, cycle, nodes)
             full = FilterResult(res.code.astype(np.int8, copy=False),
-                                    [(t, np.asarray(m, dtype=bool)) for t, m in res.reasons])
+                                [(t, np.asarray(m, dtype=bool)) for t, m in res.reasons])
         else:
             res = plugin.filter(state, pod, cycle, nodes[alive])
             full = FilterResult(np.zeros(len(nodes), dtype=np.int8))
