@@ -320,7 +320,7 @@ class CpsatScheduler:
         cpsat_nodes = self._assign(groups, solved.counts)
         cp_vec = _placed_vector(pods, {i for i, n in cpsat_nodes.items() if n is not None})
         fallback = base.fallback_attempts
-        fb_vec = _placed_vector(pods, {p.idx for p in pods if fallback[p.idx].node is not None})
+        fb_vec = _attempts_vector(pods, fallback)
         evictions: list = []
         if not solved.ok or _lex_less(cp_vec, fb_vec):
             # no CP-SAT plan as good as greedy's: the reordered greedy pass the search started from when it
@@ -558,7 +558,7 @@ class CpsatScheduler:
         greedy = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed).run(pods)
         keys = {p.key for p in pods}
         gated = [p for p in plan.placements if p.pod not in keys]
-        mine = _placed_vector(pods, {index.pod_by_key[p.pod].idx for p in plan.placements if p.node})
+        mine = _placed_vector(pods, {p.idx for p in pods if p.key in placed})
         theirs = _placed_vector(pods, {index.pod_by_key[p.pod].idx for p in greedy.placements if p.node})
         best, chosen = max(mine, theirs, key=lambda vec: [c for _, c in vec]), None
         if any(p.node is None for p in greedy.placements) and sum(c for _, c in best) < len(pods):

@@ -341,8 +341,6 @@ class MoveState:
         if not len(q):
             return q, q
         delta, was_p, now_p, was_q, now_q = self._swap_delta(p, m0, a0p, u0, q, m1, a0q, u1)
-        if self.soft and len(self.trans):
-            delta = delta + self._swap_penalty(m0, a0p, r, m1, a0q, self.req[q])
         if self.w_s:
             rest = self.moved.copy()
             rest[s] = 0
@@ -374,8 +372,8 @@ class MoveState:
 
     def _swap_delta(self, p: int, m0: int, a0p: int, u0: np.ndarray, q: np.ndarray, m1: np.ndarray,
                     a0q: np.ndarray, u1: np.ndarray):
-        """Load/balance and process/machine move cost change of each swap (service move cost excluded), with
-        whether p and each q were / will be away from their initial machines."""
+        """Load/balance and process/machine move cost change of each swap (service move cost excluded; in soft mode
+        with the transient penalty), with whether p and each q were / will be away from their initial machines."""
         delta = self.cost(m0, u0) - int(self.mc[m0]) + self.cost(m1, u1) - self.mc[m1]
         was_p = int(m0 != a0p)
         now_p = (m1 != a0p).astype(np.int64)
@@ -383,6 +381,8 @@ class MoveState:
         now_q = (m0 != a0q).astype(np.int64)
         delta += int(self.pm_w[p]) * (now_p - was_p) + self.mm_w[a0p, m1] - int(self.mm_w[a0p, m0])
         delta += self.pm_w[q] * (now_q - was_q) + self.mm_w[a0q, m0] - self.mm_w[a0q, m1]
+        if self.soft and len(self.trans):
+            delta = delta + self._swap_penalty(m0, a0p, self.req[p], m1, a0q, self.req[q])
         return delta, was_p, now_p, was_q, now_q
 
     def _swap_other_service(self, p: int, sub: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -430,8 +430,6 @@ class MoveState:
         if not len(q):
             return q, q
         delta, was_p, now_p, was_q, now_q = self._swap_delta(p, m0, a0p, u0, q, m1, a0q, u1)
-        if self.soft and len(self.trans):
-            delta = delta + self._swap_penalty(m0, a0p, r, m1, a0q, self.req[q])
         if self.w_s:
             vals, idx = self._service_max_rest()
             rest = np.where((idx[0] != s) & (idx[0] != t), vals[0],
