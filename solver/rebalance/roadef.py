@@ -35,8 +35,7 @@ as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) star
   linked by moved processes, i.e. moved processes with their home machines, so as to bring processes home),
   reassign them optimally among those machines with CP-SAT (every hard constraint, the objective
   restricted to the freed part, linear), keep the result when it does not cost more, then descend from it over
-  the machines it touched.
-
+  the machines it touched;
 - where there are transient resources, **soft annealing** phases: the same annealing with transient capacity
   soft (each unit over it costs 2 → 500 times the largest load weight over the phase), then repaired to a feasible
   assignment and descended from (`roadef_ls`); on a2_2, where transient room is what blocks the moves, a soft
