@@ -91,12 +91,14 @@ def emit(plan: dict[str, Any], output: str, out_file: str | None) -> None:
         render_table(plan)
 
 
-def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, seed: int) -> dict[str, Any]:
+def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, seed: int,
+               workers: int = 1) -> dict[str, Any]:
+    """A ROADEF 2012 instance: `workers` cooperating searches, one per process (CP-SAT single-threaded in each)."""
     if len(paths) != 2 or not out_file:
         raise click.UsageError("--format roadef needs MODEL ASSIGNMENT and -o NEW_ASSIGNMENT")
     from .roadef import run_roadef as runner
 
-    return runner(paths[0], paths[1], out_file, time_limit, seed)
+    return runner(paths[0], paths[1], out_file, time_limit, seed, searches=workers)
 
 
 class Metrics:
@@ -141,7 +143,8 @@ class Metrics:
 @CONFIG_OPT
 @click.option("--time-limit", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds for the model.")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="CP-SAT workers; with --format roadef, cooperating searches (one process each).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--output", "-O", "output", type=click.Choice(["table", "json", "yaml"]), default="table",
               show_default=True)
@@ -178,7 +181,7 @@ def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespac
       kplace rebalance --format roadef model_a1_1.txt assignment_a1_1.txt -o new_a1_1.txt --time-limit 300
     """
     if fmt == "roadef":
-        summary = run_roadef(state, out_file, time_limit, seed)
+        summary = run_roadef(state, out_file, time_limit, seed, workers)
         if output == "table":
             for k, v in summary.items():
                 click.echo(f"{k}: {v}")

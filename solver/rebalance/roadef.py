@@ -21,7 +21,7 @@ How an instance maps onto kplace's rebalancing model:
 
 The objective is the weighted sum of load, balance, process move, service move and machine move costs, exactly
 as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) starts from the initial assignment
-(which the challenge guarantees is feasible) and combines three searches:
+(which the challenge guarantees is feasible) and combines these searches:
 
 - a best-improvement **descent** over shift moves (one process to another machine) and swap moves (two processes
   on different machines exchange them, within a service too), every candidate of a process evaluated at once
@@ -29,8 +29,14 @@ as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) star
 - **annealing** phases (10,000 steps) over the same moves, from the current assignment: a random process takes
   one of its moves (or stays) with probability ∝ exp(−ΔF/T), T falling geometrically from 10⁻³ to 10⁻⁶ of the
   objective; the best assignment met is kept when it is better;
-- **CP-SAT rounds** (large neighbourhood search, 16 per phase): free the processes of a few machines (a costly
-  machine and partners with room, a neighborhood, a few services, machines linked by moved processes, or
+- **big process rearrangements** (75 per phase, `roadef_ls.MoveState.relocate`): a process p of a costly machine
+  goes to a machine r where it alone would cost less and which it may fit (transient room C − U⁰ on r, fixed by
+  the initial state), after processes on r move out to make room for it; kept when the objective falls. On a2_2
+  the cost is held by a few large processes that fit only a few machines others fill, and transient room keeps
+  those others from leaving one by one: this is the move that places them;
+- **CP-SAT rounds** (large neighbourhood search, 16 per phase): free the processes of a few machines (costly
+  machines with machines that have room below their safety capacity, a costly machine and partners with room, a
+  neighborhood, a few services, machines linked by moved processes, or
   random ones; once the load and balance costs are 0, where only move costs are left, most rounds take machines
   linked by moved processes, i.e. moved processes with their home machines, so as to bring processes home),
   reassign them optimally among those machines with CP-SAT (every hard constraint, the objective
@@ -41,13 +47,17 @@ as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) star
   assignment and descended from (`roadef_ls`); on a2_2, where transient room is what blocks the moves, a soft
   phase goes further than annealing within the feasible region.
 
-After a first descent, phases of annealing, soft annealing or CP-SAT rounds follow, each kind drawn with a
-probability in proportion to its recent gain per unit of work (at least 15 % each with two kinds, 10 % with
-three): CP-SAT repacks tight machines exactly (a2_1), annealing wins where many small exchanges add up (a1_2,
-a1_4).
+After a first descent, phases of annealing, soft annealing, rearrangements or CP-SAT rounds follow, each kind drawn
+with a probability in proportion to its recent gain per unit of work (at least 15 %, 10 % or 5 % each with two,
+three or four kinds): CP-SAT repacks tight machines exactly (a2_1), annealing wins where many small exchanges add
+up (a1_2, a1_4), rearrangements and CP-SAT rounds over costly and roomy machines where a few machines hold most of
+the cost (a2_2).
 Every assignment kept is re-scored and re-checked by `objective`/`violations` first, so the search is always
 feasible; for a given seed and iteration count it is deterministic (work is counted, not timed, and CP-SAT runs
 single-threaded on a deterministic time budget); the wall-clock limit only decides where the trajectory stops.
+With `searches` = k > 1 (`kplace rebalance --format roadef --workers k`), k such searches with seeds seed … seed +
+k − 1 run in parallel processes and all continue from the best assignment every two phases (`_cooperate`), which
+keeps that determinism.
 
 Formats (whitespace-separated integers): see /work/shared/data/roadef2012-machine-reassignment/SOURCE.md and
 the challenge's problem definition (http://challenge.roadef.org/2012/files/problem_definition_v1.pdf).
@@ -55,6 +65,7 @@ the challenge's problem definition (http://challenge.roadef.org/2012/files/probl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import tempfile
@@ -391,9 +402,11 @@ class SearchStats:
 
 
 class RoadefLNS:
-    """CP-SAT large neighbourhood search from the initial assignment (see the module docstring).
+    """Descent, annealing, rearrangements and CP-SAT large neighbourhood search from the initial assignment (see
+    the module docstring).
 
-    LNS_WORK: the work one CP-SAT round counts for, in annealing steps (about the same wall time).
+    LNS_WORK, BPR_WORK: the work one CP-SAT round, one rearrangement counts for, in annealing steps (about the
+    same wall time).
 
     `run(time_limit, max_iterations)` returns the best assignment found; it is feasible at every step
     (a subproblem's solution is only accepted when every hard constraint holds, and the starting point is
@@ -412,6 +425,7 @@ class RoadefLNS:
         self.sub_dtime = sub_dtime
         self.log = log
         self.LNS_WORK = 600
+        self.BPR_WORK = 130  # one big process rearrangement, in annealing steps
         s_count = inst.n_services
         order = np.argsort(inst.service, kind="stable")
         bounds = np.cumsum(np.bincount(inst.service, minlength=s_count))
@@ -432,6 +446,7 @@ class RoadefLNS:
         self.objective_terms = [r for r in range(inst.n_resources) if inst.load_weight[r] > 0]
         self.max_free = min(inst.n_processes, 40)
         self.wide_share = 0.5
+        self.hot_share = 0.35  # rounds of `_hot_and_roomy` (while load or balance costs remain)
         self.anneal_steps = 10000  # steps of one annealing phase
         self.t_start, self.t_end = 1e-3, 1e-6  # annealing temperatures, relative to the objective
         self.lns_rounds = 16  # CP-SAT rounds of one phase (about the same work as an annealing phase)
@@ -439,7 +454,11 @@ class RoadefLNS:
         # weight over the phase (an option only where there are transient resources)
         w = float(max(1, int(inst.load_weight.max()) if inst.n_resources else 1))
         self.soft_weights = (2.0 * w, 500.0 * w)
-        self.kinds = ["anneal", "lns"] + (["soft"] if inst.transient.any() else [])
+        self.kinds = ["anneal", "lns", "bpr"] + (["soft"] if inst.transient.any() else [])
+        self.bpr_attempts = 75  # big process rearrangements of one phase
+        # transient room of each machine for processes that did not start there: C − U⁰ (fixed by the initial state)
+        u0 = usage(inst, self.a0)
+        self.initial_room_t = (inst.capacity - u0)[:, inst.transient]
         self.stats = SearchStats()
         self._refresh()
         self.moves = MoveState(inst, self.a0, self.a)
@@ -498,6 +517,8 @@ class RoadefLNS:
                         first.append(m2)
             preferred = [int(q) for m in first for q in self.procs_on[m] if self.a[q] != self.a0[q]]
             pool = list(range(n_m))
+        elif kind < self.hot_share and self.machine_cost.sum() > 0:
+            return self._hot_and_roomy(target)
         elif kind < 0.45 and self.machine_cost.sum() > 0:  # a costly machine and partners
             w = self.machine_cost.astype(float)
             first = [int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right"))]
@@ -563,6 +584,34 @@ class RoadefLNS:
             rng.shuffle(head)
             rng.shuffle(rest)
             procs = (head + rest)[:target]
+        return machines, sorted(procs)
+
+    def _hot_and_roomy(self, target: int) -> tuple[list[int], list[int]]:
+        """K machines, about `target` processes in all: half drawn ∝ machine cost (load + balance), half ∝ relative
+        room below safety capacity Σ_r max(0, SC[m,r] − U[m,r]) / SC[m,r]; every process on them is freed (the
+        processes of the costly ones first when there are more than `target`). Several costly machines at once let
+        CP-SAT exchange their large processes and send the small ones to the roomy machines."""
+        rng, inst = self.rng, self.inst
+        n_m = inst.n_machines
+        per = max(1.0, inst.n_processes / n_m)
+        k = min(n_m, max(2, round(target / per)))
+        cost = self.machine_cost.astype(float)
+        room = (np.maximum(inst.safety - self.U, 0) / np.maximum(inst.safety, 1)).sum(axis=1) + 1e-9
+        machines: list[int] = []
+        for w, n in ((cost, max(1, k // 2)), (room, k)):
+            w = w.copy()
+            w[machines] = 0.0
+            while len(machines) < n and w.sum() > 0:
+                m = min(n_m - 1, int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right")))
+                machines.append(m)
+                w[m] = 0.0
+        procs = [int(p) for m in machines for p in self.procs_on[m]]
+        if len(procs) > target:
+            hot = [p for p in procs if self.machine_cost[self.a[p]] > 0]
+            rest = [p for p in procs if self.machine_cost[self.a[p]] == 0]
+            rng.shuffle(hot)
+            rng.shuffle(rest)
+            procs = (hot + rest)[:target]
         return machines, sorted(procs)
 
     # ---- subproblem
@@ -796,6 +845,37 @@ class RoadefLNS:
         if best < self.obj:
             self._accept(best_a)
 
+    def rearrange(self, deadline: float, attempts: int) -> None:
+        """One phase of big process rearrangements (`MoveState.relocate`): each attempt draws a machine h ∝ its cost,
+        a process p on h, and a machine r where p alone would cost less than h does now and which p fits (capacity,
+        and transient capacity C − U⁰ unless r is p's initial machine); keeps the result when it is better."""
+        ms, inst = self.moves, self.inst
+        if not np.array_equal(ms.a, self.a):
+            ms.load(self.a)
+        n_m = inst.n_machines
+        machines = np.arange(n_m)
+        for _ in range(attempts):
+            if time.monotonic() > deadline:
+                break
+            cost = ms.mc.astype(float)
+            if cost.sum() <= 0:
+                break
+            h = min(n_m - 1, int(np.searchsorted(np.cumsum(cost), self.rng.random() * cost.sum(), side="right")))
+            on = np.flatnonzero(ms.a == h)
+            if not len(on):
+                continue
+            p = int(on[self.rng.randrange(len(on))])
+            r_p = self.req[p]
+            ok = (r_p <= inst.capacity).all(axis=1) & (ms.cost(machines, np.broadcast_to(r_p, inst.capacity.shape))
+                                                     < ms.mc[h])
+            ok &= (r_p[inst.transient] <= self.initial_room_t).all(axis=1) | (machines == self.a0[p])
+            ok[h] = False
+            cand = np.flatnonzero(ok)
+            if len(cand):
+                ms.relocate(p, int(cand[self.rng.randrange(len(cand))]), self.rng, deadline)
+        if ms.objective < self.obj:
+            self._accept(ms.a.copy())
+
     def lns_round(self, deadline: float) -> None:
         """One CP-SAT subproblem; a better result is followed by a descent over the machines it touched."""
         self.stats.iterations += 1
@@ -817,75 +897,174 @@ class RoadefLNS:
             self.local_search(deadline, touched)
 
     def run(self, time_limit: float, max_iterations: int | None = None) -> np.ndarray:
-        """Descent, then phases of annealing, soft annealing (where there are transient resources) or CP-SAT
-        rounds, each kind chosen with a probability in proportion to its recent gain per unit of work, clipped to
-        [0.15, 0.85] with two kinds, [0.1, 0.8] with three (one annealing step = 1 unit, one CP-SAT
-        round = `LNS_WORK` units; counted, not timed, so that the trajectory
-        depends on the seed only). `max_iterations` bounds the work: CP-SAT rounds plus annealing steps / `LNS_WORK`
-        (`stats.iterations`)."""
-        start = time.monotonic()
-        deadline = start + time_limit
+        """Descent, then phases (`phase`) until the time limit or `max_iterations` (`stats.iterations`)."""
+        self.begin(time.monotonic() + time_limit)
+        while self.phase(max_iterations):
+            pass
+        return self.a.copy()
+
+    def begin(self, deadline: float) -> None:
+        """Start the clock (the search stops at `deadline`) and descend from the current assignment."""
+        self.deadline = deadline
+        self.started = time.monotonic()
         self.stats.history.append((0.0, self.obj))
-
-        def note(what: str, before: int) -> None:
-            if self.obj < before:
-                self.stats.improvements += 1
-                self.stats.history.append((time.monotonic() - start, self.obj))
-                if self.log:
-                    self.log(f"{time.monotonic() - start:7.1f}s {what}: {self.obj:,}")
-
         before = self.obj
         self.local_search(deadline)
-        note("descent", before)
-        rate = {k: float("inf") for k in self.kinds}
-        floor = 0.15 if len(rate) == 2 else 0.1
-        while time.monotonic() < deadline - 0.05:
-            if max_iterations is not None and self.stats.iterations >= max_iterations:
-                break
-            if float("inf") in rate.values():  # try each kind once
-                kind = self.rng.choice([k for k, v in rate.items() if v == float("inf")])
-            else:  # in proportion to the recent gain per unit of work, each at least `floor` of the phases
-                total = sum(rate.values())
-                shares = [rate[k] / total if total > 0 else 1.0 / len(rate) for k in self.kinds]
-                shares = [min(1.0 - floor * (len(shares) - 1), max(floor, x)) for x in shares]
-                x = self.rng.random() * sum(shares)
-                kind = self.kinds[-1]
-                for k, sh in zip(self.kinds, shares, strict=True):
-                    if x < sh:
-                        kind = k
-                        break
-                    x -= sh
-            before = self.obj
-            left = float("inf") if max_iterations is None else max_iterations - self.stats.iterations
-            if kind in ("anneal", "soft"):
-                steps = int(min(self.anneal_steps, left * self.LNS_WORK))
-                self.anneal(deadline, steps, soft=kind == "soft")
-                self.stats.iterations += -(-steps // self.LNS_WORK)
-                work = steps
-            else:
-                rounds = int(min(self.lns_rounds, left))
-                for _ in range(rounds):
-                    if time.monotonic() > deadline - 0.05:
-                        break
-                    self.lns_round(deadline)
-                work = rounds * self.LNS_WORK
-            gain = (before - self.obj) / work
-            rate[kind] = gain if rate[kind] == float("inf") else 0.5 * rate[kind] + 0.5 * gain
-            note(kind, before)
-        return self.a.copy()
+        self._note("descent", before)
+        self.rate = {k: float("inf") for k in self.kinds}
+
+    def adopt(self, a: np.ndarray) -> None:
+        """Continue from assignment `a` (another search's better one; feasible, checked by its scorer)."""
+        if not np.array_equal(a, self.a):
+            self.a = np.array(a, dtype=np.int64)
+            self._refresh()
+
+    def _note(self, what: str, before: int) -> None:
+        if self.obj < before:
+            self.stats.improvements += 1
+            self.stats.history.append((time.monotonic() - self.started, self.obj))
+            if self.log:
+                self.log(f"{time.monotonic() - self.started:7.1f}s {what}: {self.obj:,}")
+
+    def phase(self, max_iterations: int | None = None) -> bool:
+        """One phase of annealing, soft annealing (where there are transient resources), big process rearrangements
+        or CP-SAT rounds; False when the time or the work (`max_iterations`) is up. Each kind is chosen with a
+        probability in proportion to its recent gain per unit of work, at least `floor` each (0.15 with two kinds,
+        0.1 with three, 0.05 with four). Work is counted, not timed (one annealing step = 1 unit, a rearrangement
+        `BPR_WORK`, a CP-SAT round `LNS_WORK`), so that the trajectory depends on the seed only."""
+        deadline, rate = self.deadline, self.rate
+        if time.monotonic() >= deadline - 0.05:
+            return False
+        if max_iterations is not None and self.stats.iterations >= max_iterations:
+            return False
+        if float("inf") in rate.values():  # try each kind once
+            kind = self.rng.choice([k for k, v in rate.items() if v == float("inf")])
+        else:  # in proportion to the recent gain per unit of work, each at least `floor` of the phases
+            floor = {2: 0.15, 3: 0.1}.get(len(rate), 0.05)
+            total = sum(rate.values())
+            shares = [rate[k] / total if total > 0 else 1.0 / len(rate) for k in self.kinds]
+            shares = [min(1.0 - floor * (len(shares) - 1), max(floor, x)) for x in shares]
+            x = self.rng.random() * sum(shares)
+            kind = self.kinds[-1]
+            for k, sh in zip(self.kinds, shares, strict=True):
+                if x < sh:
+                    kind = k
+                    break
+                x -= sh
+        before = self.obj
+        left = float("inf") if max_iterations is None else max_iterations - self.stats.iterations
+        if kind in ("anneal", "soft"):
+            steps = int(min(self.anneal_steps, left * self.LNS_WORK))
+            self.anneal(deadline, steps, soft=kind == "soft")
+            self.stats.iterations += -(-steps // self.LNS_WORK)
+            work = steps
+        elif kind == "bpr":
+            attempts = int(min(self.bpr_attempts, left * self.LNS_WORK / self.BPR_WORK))
+            self.rearrange(deadline, attempts)
+            self.stats.iterations += -(-attempts * self.BPR_WORK // self.LNS_WORK)
+            work = max(1, attempts * self.BPR_WORK)
+        else:
+            rounds = int(min(self.lns_rounds, left))
+            for _ in range(rounds):
+                if time.monotonic() > deadline - 0.05:
+                    break
+                self.lns_round(deadline)
+            work = rounds * self.LNS_WORK
+        gain = (before - self.obj) / work
+        rate[kind] = gain if rate[kind] == float("inf") else 0.5 * rate[kind] + 0.5 * gain
+        self._note(kind, before)
+        return True
 
 
 def solve(inst: Instance, initial: np.ndarray, *, time_limit: float = 60.0, seed: int = 0,
-          max_iterations: int | None = None, workers: int = 1,
+          max_iterations: int | None = None, workers: int = 1, searches: int = 1,
           log: Callable[[str], None] | None = None) -> tuple[np.ndarray, SearchStats]:
-    """Best assignment found within `time_limit` seconds (feasible: checked, else the initial one)."""
-    search = RoadefLNS(inst, initial, seed=seed, workers=workers, log=log)
-    best = search.run(time_limit, max_iterations)
-    if violations(inst, search.a0, best):  # pragma: no cover - a bug; never output an infeasible assignment
+    """Best assignment found within `time_limit` seconds (feasible: checked, else the initial one). `workers`: CP-SAT
+    workers per subproblem; `searches` > 1: that many cooperating searches in parallel processes (`_cooperate`)."""
+    if searches > 1:
+        a0 = _check_assignment(inst, np.asarray(initial), "initial assignment")
+        best, stats = _cooperate(inst, a0, time_limit, seed, max_iterations, workers, searches, log)
+    else:
+        search = RoadefLNS(inst, initial, seed=seed, workers=workers, log=log)
+        a0, best, stats = search.a0, search.run(time_limit, max_iterations), search.stats
+    if violations(inst, a0, best):  # pragma: no cover - a bug; never output an infeasible assignment
         if log:
             log("BUG: the search ended on an infeasible assignment; returning the initial one")
-        best = search.a0.copy()
-    return best, search.stats
+        best = a0.copy()
+    return best, stats
+
+
+def _search_worker(conn, inst: Instance, initial: np.ndarray, seed: int, workers: int, deadline: float) -> None:
+    """A cooperating search in its own process (`_cooperate`): descend, then, for each (assignment, phases,
+    max_iterations) received, adopt the assignment, run the phases and send back (assignment, objective, counts);
+    None ends it. `deadline` is on the shared monotonic clock."""
+    search = RoadefLNS(inst, initial, seed=seed, workers=workers)
+    search.begin(deadline)
+    conn.send((search.a, search.obj, 0, 0, 0))
+    while (msg := conn.recv()) is not None:
+        a, phases, max_iterations = msg
+        search.adopt(a)
+        for _ in range(phases):
+            if not search.phase(max_iterations):
+                break
+        st = search.stats
+        conn.send((search.a, search.obj, st.iterations, st.lns_rounds, st.anneal_steps))
+
+
+def _cooperate(inst: Instance, a0: np.ndarray, time_limit: float, seed: int, max_iterations: int | None,
+               workers: int, searches: int, log: Callable[[str], None] | None,
+               epoch: int = 2) -> tuple[np.ndarray, SearchStats]:
+    """`searches` searches with seeds seed, seed + 1, …, one in this process and the others in spawned processes,
+    synchronised every `epoch` phases: each runs its phases from the same assignment, then all continue from the
+    best one (ties to the lowest index). The exchange points are counted in phases, not timed, so the trajectory
+    still depends on the seed only (the deadline decides where it stops)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    deadline = time.monotonic() + time_limit
+    pipes, procs = [], []
+    for i in range(1, searches):
+        here, there = ctx.Pipe()
+        proc = ctx.Process(target=_search_worker, args=(there, inst, a0, seed + i, workers, deadline), daemon=True)
+        proc.start()
+        pipes.append(here)
+        procs.append(proc)
+    main = RoadefLNS(inst, a0, seed=seed, workers=workers, log=log)
+    counts = [(0, 0, 0)] * len(pipes)
+    try:
+        main.begin(deadline)
+        while True:
+            results = [(main.a, main.obj)]
+            for i, conn in enumerate(pipes):
+                a, obj, *counts[i] = conn.recv()
+                results.append((a, obj))
+            k = min(range(len(results)), key=lambda j: (results[j][1], j))
+            before = main.obj
+            if results[k][1] < before:
+                main.adopt(results[k][0])
+                main._note(f"search {k}", before)
+            if time.monotonic() >= deadline - 0.05 or (max_iterations is not None
+                                                        and main.stats.iterations >= max_iterations):
+                break
+            for conn in pipes:
+                conn.send((main.a, epoch, max_iterations))
+            for _ in range(epoch):
+                if not main.phase(max_iterations):
+                    break
+    finally:
+        for conn in pipes:
+            with contextlib.suppress(OSError):  # a worker that is gone already
+                conn.send(None)
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():  # pragma: no cover
+                proc.terminate()
+    st = main.stats
+    for it, rounds, steps in counts:
+        st.iterations += it
+        st.lns_rounds += rounds
+        st.anneal_steps += steps
+    return main.a.copy(), st
 
 
 def instance_name(model_path: str | os.PathLike[str]) -> str:
@@ -895,7 +1074,7 @@ def instance_name(model_path: str | os.PathLike[str]) -> str:
 
 def run_roadef(model_path: str | os.PathLike[str], assignment_path: str | os.PathLike[str],
                out_path: str | os.PathLike[str], time_limit: float = 300.0, seed: int = 0, *,
-               workers: int = 1, log: Callable[[str], None] | None = None) -> dict:
+               workers: int = 1, searches: int = 1, log: Callable[[str], None] | None = None) -> dict:
     """Solve one instance from files; write the new assignment (atomically); return a summary dict."""
     start = time.monotonic()
     inst = read_instance(model_path)
@@ -904,7 +1083,7 @@ def run_roadef(model_path: str | os.PathLike[str], assignment_path: str | os.Pat
     if initial_viol:
         raise InputError(f"the initial assignment is infeasible ({initial_viol[0]})", source=str(assignment_path))
     budget = max(0.1, time_limit - (time.monotonic() - start) - 0.2)
-    best, stats = solve(inst, a0, time_limit=budget, seed=seed, workers=workers, log=log)
+    best, stats = solve(inst, a0, time_limit=budget, seed=seed, workers=workers, searches=searches, log=log)
     write_assignment(out_path, best)
     final_obj, final_viol = score(inst, a0, best)
     name = instance_name(model_path)
@@ -925,5 +1104,6 @@ def run_roadef(model_path: str | os.PathLike[str], assignment_path: str | os.Pat
         "anneal_steps": stats.anneal_steps,
         "improvements": stats.improvements,
         "seed": seed,
+        "searches": searches,
         "output": str(out_path),
     }

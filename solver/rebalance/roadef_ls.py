@@ -47,6 +47,12 @@ out) and descends with hard constraints again.
 Where transient capacity is the binding constraint (a2_2: the relaxed problem reaches half the objective),
 the walk crosses the infeasible region between feasible assignments that no feasible path joins.
 
+**Big process rearrangement** (`relocate(p, r)`): while p does not fit machine r, the process q on r that covers
+most of p's capacity deficit d = max(0, U[r] + r_p − C[r]) (largest Σ min(r_q, d) / Σ d, ties to the smallest ΔF)
+takes its best feasible shift off r (not to p's machine); then p shifts to r, a descent runs over the processes of
+r, of p's old machine and of those that started on r, and everything is restored unless F fell. It makes a chain
+of moves whose first steps gain nothing, which no descent and few annealing walks make.
+
 `descend` is a best-improvement descent over a work queue of processes (first the whole set in random order;
 after a move, the processes of the machines it touched are queued again): for each process, its best shift and
 its best swap, the better one applied when ΔF < 0.
@@ -486,6 +492,60 @@ class MoveState:
                 queue.extend(order)
                 queued[fresh] = True
         return moves
+
+    # ---- big process rearrangement
+
+    def _fits(self, p: int, r: int) -> bool:
+        """Whether p, moved onto machine r, fits its capacity and (unless r is p's initial machine) its transient
+        capacity."""
+        if (self.U[r] + self.req[p] > self.cap[r]).any():
+            return False
+        tr = self.trans
+        return r == self.a0[p] or not len(tr) or bool((self.T[r, tr] + self.req[p, tr] <= self.cap_t[r]).all())
+
+    def relocate(self, p: int, r: int, rng: random.Random, deadline: float, max_evictions: int = 40) -> bool:
+        """Big process rearrangement: make room for p on machine r, move it there, descend; keep it when F fell.
+
+        While p does not fit r (capacity, and transient capacity unless r = a⁰(p)), one process q on r moves to its
+        best feasible destination other than p's machine: the q whose requests cover most of p's capacity deficit
+        d = max(0, U[r] + r_p − C[r]), i.e. the largest Σ_r min(r_q, d) / Σ d, ties to the smallest ΔF. Then p
+        moves to r when that shift is feasible, and a descent runs over the processes now on r and on p's old
+        machine and those whose initial machine is r (the processes the move may have freed or crowded). When the
+        objective did not fall, every counter is restored. This is the move a shift/swap descent cannot make when a
+        large process only fits a machine that others fill, and transient room keeps them from leaving one by one."""
+        before, saved = self.objective, self.a.copy()
+        m0 = int(self.a[p])
+        for _ in range(max_evictions):
+            if self._fits(p, r):
+                break
+            need = np.maximum(self.U[r] + self.req[p] - self.cap[r], 0)
+            total = max(1, int(need.sum()))
+            best: tuple[float, int, int] | None = None
+            for q in np.flatnonzero(self.a == r).tolist():
+                cand, delta = self.shift_deltas(q)
+                keep = cand != m0
+                cand, delta = cand[keep], delta[keep]
+                if not len(cand):
+                    continue
+                k = int(np.argmin(delta))
+                key = (-float(np.minimum(self.req[q], need).sum()) / total, float(delta[k]))
+                if best is None or key < best[:2]:
+                    best = (*key, q, int(cand[k]))
+            if best is None:
+                break
+            self.apply_shift(best[2], best[3])
+        moved = False
+        if self._fits(p, r):
+            cand, _ = self.shift_deltas(p)
+            if (cand == r).any():
+                self.apply_shift(p, r)
+                queue = np.flatnonzero((self.a == r) | (self.a == m0) | (self.a0 == r)).tolist()
+                rng.shuffle(queue)
+                self.descend(rng, deadline, queue)
+                moved = self.objective < before
+        if not moved:
+            self.load(saved)
+        return moved
 
     # ---- annealing
 

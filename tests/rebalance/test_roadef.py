@@ -476,3 +476,87 @@ def test_once_load_and_balance_costs_are_zero_cp_sat_rounds_mostly_bring_moved_p
         search.lns_round(time.monotonic() + 60)
         assert score(free, a0, search.a)[1] == []
     assert search.obj == score(free, a0, search.a)[0].total == 0  # both processes are home again
+
+
+# 2 resources (r0: load weight 10; r1: load weight 0), 3 machines, 3 services of one process each.
+#   m0: capacity 10/1, safety 4/1; m1 and m2: capacity 10/10, safety 10/10
+#   p0: 8/0 on m0 (4 over safety: load 40); p1: 4/5 on m1; p2: 3/5 on m2; p1 and p2 cannot go to m0 (r1)
+#   p0 fits m1 only once p1 has gone to m2: a shift of cost 0 then one of gain 40, which no descent makes
+BLOCKED = """\
+2
+0 10
+0 0
+3
+0 0 10 1 4 1 0 0 0
+0 0 10 10 10 10 0 0 0
+0 0 10 10 10 10 0 0 0
+3
+1 0
+1 0
+1 0
+3
+0 8 0 1
+1 4 5 {cost}
+2 3 5 {cost}
+0
+1 0 0
+"""
+
+
+def _blocked(cost):
+    import random
+
+    from kplace.solver.rebalance.roadef_ls import MoveState
+
+    inst = parse_instance(BLOCKED.format(cost=cost), "blocked.txt")
+    a0 = parse_assignment("0 1 2\n", inst)
+    return inst, a0, MoveState(inst, a0, a0), random.Random(0)
+
+
+def test_a_big_process_rearrangement_makes_room_that_no_descent_move_makes():
+    import time
+
+    inst, a0, state, rng = _blocked(cost=0)
+    assert state.objective == 40 and state.descend(rng, time.monotonic() + 60) == 0
+    assert state.relocate(0, 1, rng, time.monotonic() + 60)
+    assert state.a.tolist() == [1, 2, 2]  # p1 went to m2 to make room, then p0 to m1
+    assert _exact(inst, a0, state.a) == (state.objective, []) and state.objective == 1  # p0's move cost
+
+
+def test_a_big_process_rearrangement_that_costs_more_than_it_gains_is_undone():
+    import time
+
+    *_, state, rng = _blocked(cost=100)
+    counters = [x.copy() for x in (state.U, state.T, state.mc, state.moved, state.occ, state.room_m, state.room_q)]
+    for target in (1, 2):  # each needs a move of cost 100 first; 40 is all there is to gain
+        assert not state.relocate(0, target, rng, time.monotonic() + 60)
+        assert state.a.tolist() == [0, 1, 2] and state.objective == 40
+        after = (state.U, state.T, state.mc, state.moved, state.occ, state.room_m, state.room_q)
+        assert all(np.array_equal(x, y) for x, y in zip(counters, after, strict=True))
+
+
+@needs_data
+def test_big_process_rearrangements_improve_a2_2_beyond_its_descent_optimum_exactly():
+    import time
+
+    from kplace.solver.rebalance.roadef import RoadefLNS
+
+    inst = read_instance(DATA / "model_a2_2.txt")
+    a0 = read_assignment(DATA / "assignment_a2_2.txt", inst)
+    search = RoadefLNS(inst, a0, seed=0)
+    search.local_search(time.monotonic() + 120)
+    local = search.obj
+    search.rearrange(time.monotonic() + 120, attempts=30)
+    assert search.obj < local and _exact(inst, a0, search.a) == (search.obj, [])
+
+
+@needs_data
+def test_two_cooperating_searches_are_feasible_better_and_deterministic_for_a_seed():
+    inst = read_instance(DATA / "model_a1_2.txt")
+    a0 = read_assignment(DATA / "assignment_a1_2.txt", inst)
+    runs = [solve(inst, a0, time_limit=120, seed=5, searches=2, max_iterations=4) for _ in range(2)]
+    (first, stats), (second, _) = runs
+    assert np.array_equal(first, second)
+    obj, viol = score(inst, a0, first)
+    assert viol == [] and obj.total < score(inst, a0, a0)[0].total
+    assert stats.iterations >= 8  # both searches' work is counted
