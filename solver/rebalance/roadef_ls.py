@@ -515,6 +515,7 @@ class MoveState:
         large process only fits a machine that others fill, and transient room keeps them from leaving one by one."""
         before, saved = self.objective, self.a.copy()
         m0 = int(self.a[p])
+        stuck: set[int] = set()  # processes on r with no destination (evictions only fill the others)
         for _ in range(max_evictions):
             if self._fits(p, r):
                 break
@@ -522,10 +523,13 @@ class MoveState:
             total = max(1, int(need.sum()))
             best: tuple[float, int, int] | None = None
             for q in np.flatnonzero(self.a == r).tolist():
+                if q in stuck:
+                    continue
                 cand, delta = self.shift_deltas(q)
                 keep = cand != m0
                 cand, delta = cand[keep], delta[keep]
                 if not len(cand):
+                    stuck.add(q)
                     continue
                 k = int(np.argmin(delta))
                 key = (-float(np.minimum(self.req[q], need).sum()) / total, float(delta[k]))
