@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_roadef.py [--time-limit 300] [--seed 0] [--instances a1_1,a2_2]
         [--searches 2] [--data ../shared/data/roadef2012-machine-reassignment] [--out-dir /tmp/roadef] [--no-docs]
+        [--quiet]
 
 For each instance: `run_roadef` from the initial assignment with the per-instance time limit (the whole run,
 parsing included) and two cooperating searches (the target's 2 cores), then the written assignment is re-read and
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out-dir", type=Path, default=None, help="where to write the new assignments")
     ap.add_argument("--no-docs", action="store_true", help="do not append the results to docs/benchmarks.md")
+    ap.add_argument("--quiet", action="store_true", help="do not print each improvement (on stderr) as it comes")
     args = ap.parse_args(argv)
     out_dir = args.out_dir or Path(tempfile.mkdtemp(prefix="roadef-"))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         model, initial = args.data / f"model_{name}.txt", args.data / f"assignment_{name}.txt"
         out = out_dir / f"new_{name}.txt"
         summary = run_roadef(model, initial, out, time_limit=args.time_limit, seed=args.seed, workers=args.workers,
-                             searches=args.searches)
+                             searches=args.searches,
+                             log=None if args.quiet else lambda line, n=name: print(f"  {n} {line.strip()}",
+                                                                                    file=sys.stderr, flush=True))
         inst = read_instance(model)
         obj, viol = score(inst, read_assignment(initial, inst), read_assignment(out, inst))
         assert obj.total == summary["objective"], (name, obj.total, summary["objective"])

@@ -98,7 +98,10 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
         raise click.UsageError("--format roadef needs MODEL ASSIGNMENT and -o NEW_ASSIGNMENT")
     from .roadef import run_roadef as runner
 
-    return runner(paths[0], paths[1], out_file, time_limit, seed, searches=workers)
+    def progress(line: str) -> None:  # each improvement, on stderr (stdout keeps the summary)
+        click.echo(f"kplace: {line.strip()}", err=True)
+
+    return runner(paths[0], paths[1], out_file, time_limit, seed, searches=workers, log=progress)
 
 
 class Metrics:

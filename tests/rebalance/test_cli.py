@@ -54,9 +54,15 @@ def test_format_roadef_is_routed_to_the_roadef_runner(tmp_path, monkeypatch):
 
     calls = []
     fake = types.ModuleType("kplace.solver.rebalance.roadef")
-    fake.run_roadef = lambda m, a, o, t, s, searches: calls.append((m, a, o, t, s, searches)) or {"objective": 167}
+    def fake_run(m, a, o, t, s, searches, log):
+        log("  1.0s descent: 170")
+        calls.append((m, a, o, t, s, searches))
+        return {"objective": 167}
+
+    fake.run_roadef = fake_run
     monkeypatch.setitem(sys.modules, "kplace.solver.rebalance.roadef", fake)
     res = CliRunner().invoke(main, ["rebalance", "--format", "roadef", "m.txt", "a.txt", "-o", "new.txt",
                                     "--time-limit", "3", "--workers", "3"])
     assert res.exit_code == 0 and "objective: 167" in res.output
     assert calls == [("m.txt", "a.txt", "new.txt", 3.0, 0, 3)]  # --workers: that many cooperating searches
+    assert "kplace: 1.0s descent: 170" in res.stderr and "descent" not in res.stdout  # progress on stderr
