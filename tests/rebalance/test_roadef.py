@@ -560,3 +560,49 @@ def test_two_cooperating_searches_are_feasible_better_and_deterministic_for_a_se
     obj, viol = score(inst, a0, first)
     assert viol == [] and obj.total < score(inst, a0, a0)[0].total
     assert stats.iterations >= 8  # both searches' work is counted
+
+
+# 2 resources (r0: load weight 10; r1: load weight 0), 4 machines, 4 services of one process each.
+#   m0: capacity 10/1, safety 4/1; m1, m2: capacity 10/10, safety 10/10; m3: capacity 10/4, safety 10/4
+#   p0: 8/0 on m0 (load 40); p1: 5/5 on m1, started on m2; p2: 7/2 on m2, started on m3; p3: 3/2 on m3
+#   p0 fits m1 only once p1 leaves it, p1 fits only m2 (its home) once p2 leaves it, and p2 fits only m3 (its home)
+CHAIN = """\
+2
+0 10
+0 0
+4
+0 0 10 1 4 1 0 0 0 0
+0 0 10 10 10 10 0 0 0 0
+0 0 10 10 10 10 0 0 0 0
+0 0 10 4 10 4 0 0 0 0
+4
+1 0
+1 0
+1 0
+1 0
+4
+0 8 0 1
+1 5 5 0
+2 7 2 0
+3 3 2 0
+0
+1 0 0
+"""
+
+
+def test_a_rearrangement_sends_home_a_process_that_can_go_nowhere_else_after_making_room_there():
+    import random
+    import time
+
+    from kplace.solver.rebalance.roadef_ls import MoveState
+
+    inst = parse_instance(CHAIN, "chain.txt")
+    a0 = parse_assignment("0 2 3 3\n", inst)
+    state = MoveState(inst, a0, np.array([0, 1, 2, 3]))
+    rng = random.Random(0)
+    assert state.objective == 40 and state.descend(rng, time.monotonic() + 60) == 0
+    assert not state.relocate(0, 1, rng, time.monotonic() + 60, depth=0)  # p1 has nowhere to go
+    assert state.a.tolist() == [0, 1, 2, 3]
+    assert state.relocate(0, 1, rng, time.monotonic() + 60)
+    assert state.a.tolist() == [1, 2, 3, 3]  # p2 home, then p1 home, then p0 to m1
+    assert _exact(inst, a0, state.a) == (state.objective, []) and state.objective == 1
