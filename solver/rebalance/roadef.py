@@ -520,9 +520,7 @@ class RoadefLNS:
         elif kind < self.hot_share and self.machine_cost.sum() > 0:
             return self._hot_and_roomy(target)
         elif kind < 0.45 and self.machine_cost.sum() > 0:  # a costly machine and partners
-            w = self.machine_cost.astype(float)
-            first = [int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right"))]
-            first[0] = min(first[0], n_m - 1)
+            first = [self._draw(self.machine_cost.astype(float))]
             pool = list(range(n_m))
             if rng.random() < 0.6:  # partners with room where the costly machine is short of it
                 hot = first[0]
@@ -586,6 +584,10 @@ class RoadefLNS:
             procs = (head + rest)[:target]
         return machines, sorted(procs)
 
+    def _draw(self, w: np.ndarray) -> int:
+        """An index drawn with probability ∝ the non-negative weights `w` (their sum > 0)."""
+        return min(len(w) - 1, int(np.searchsorted(np.cumsum(w), self.rng.random() * w.sum(), side="right")))
+
     def _hot_and_roomy(self, target: int) -> tuple[list[int], list[int]]:
         """K machines, about `target` processes in all: half drawn ∝ machine cost (load + balance), half ∝ relative
         room below safety capacity Σ_r max(0, SC[m,r] − U[m,r]) / SC[m,r]; every process on them is freed (the
@@ -602,7 +604,7 @@ class RoadefLNS:
             w = w.copy()
             w[machines] = 0.0
             while len(machines) < n and w.sum() > 0:
-                m = min(n_m - 1, int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(), side="right")))
+                m = self._draw(w)
                 machines.append(m)
                 w[m] = 0.0
         procs = [int(p) for m in machines for p in self.procs_on[m]]
@@ -860,7 +862,7 @@ class RoadefLNS:
             cost = ms.mc.astype(float)
             if cost.sum() <= 0:
                 break
-            h = min(n_m - 1, int(np.searchsorted(np.cumsum(cost), self.rng.random() * cost.sum(), side="right")))
+            h = self._draw(cost)
             on = np.flatnonzero(ms.a == h)
             if not len(on):
                 continue
