@@ -24,16 +24,17 @@ as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) star
 (which the challenge guarantees is feasible) and combines these searches:
 
 - a best-improvement **descent** over shift moves (one process to another machine) and swap moves (two processes
-  on different machines exchange them, within a service too), every candidate of a process evaluated at once
-  with exact incremental deltas and feasibility (`roadef_ls.MoveState`; the maths is in that module's docstring);
-- **annealing** phases (10,000 steps) over the same moves, from the current assignment: a random process takes
-  one of its moves (or stays) with probability ∝ exp(−ΔF/T), T falling geometrically from 10⁻³ to 10⁻⁶ of the
-  objective; the best assignment met is kept when it is better;
-- **big process rearrangements** (75 per phase, `roadef_ls.MoveState.relocate`): a process p of a costly machine
-  goes to a machine r where it alone would cost less and which it may fit (transient room C − U⁰ on r, fixed by
-  the initial state), after processes on r move out to make room for it; kept when the objective falls. On a2_2
-  the cost is held by a few large processes that fit only a few machines others fill, and transient room keeps
-  those others from leaving one by one: this is the move that places them;
+  on different machines exchange them, within a service too), with exact incremental deltas and feasibility
+  (the maths is in `roadef_ls`'s docstring), compiled with numba (`roadef_fast`);
+- **annealing** phases (25 million compiled steps, `roadef_fast.anneal`) over the same moves, from the current
+  assignment: a random shift or swap is taken with probability min(1, exp(−ΔF/T)), T falling geometrically from
+  10⁻³ to 10⁻⁶ of the objective; the best assignment met is kept when it is better;
+- **big process rearrangements** (400 per phase, `roadef_fast.rearrange`): a process p of a costly machine goes
+  to a machine r where it alone would cost less and which it may fit (transient room C − U⁰ on r, fixed by the
+  initial state), after processes on r move out to make room for it (one that can go nowhere goes home after room
+  is made there); kept when the objective falls. On a2_2 the cost is held by a few large processes that fit only
+  a few machines others fill, and transient room keeps those others from leaving one by one: this is the move that
+  places them;
 - **CP-SAT rounds** (large neighbourhood search, 16 per phase): free the processes of a few machines (costly
   machines with machines that have room below their safety capacity, a costly machine and partners with room, a
   neighborhood, a few services, machines linked by moved processes, or
@@ -44,8 +45,8 @@ as the challenge's checker computes it (`score`). `solve` (`RoadefLNS.run`) star
   the machines it touched;
 - where there are transient resources, **soft annealing** phases: the same annealing with transient capacity
   soft (each unit over it costs 2 → 500 times the largest load weight over the phase), then repaired to a feasible
-  assignment and descended from (`roadef_ls`); on a2_2, where transient room is what blocks the moves, a soft
-  phase goes further than annealing within the feasible region.
+  assignment and descended from (`roadef_ls.MoveState.anneal`, numpy, heat-bath); on a2_2, where transient room
+  is what blocks the moves, a soft phase goes further than annealing within the feasible region.
 
 After a first descent, phases of annealing, soft annealing, rearrangements or CP-SAT rounds follow, each kind drawn
 with a probability in proportion to its recent gain per unit of work (at least 15 %, 10 % or 5 % each with two,
@@ -77,6 +78,7 @@ from pathlib import Path
 import numpy as np
 from kplace.models.errors import InputError
 
+from .roadef_fast import FastMoves
 from .roadef_ls import MoveState
 
 # Best-known objective values and the 2012 challenge's best (qualification round), from SOURCE.md of the data
@@ -405,8 +407,8 @@ class RoadefLNS:
     """Descent, annealing, rearrangements and CP-SAT large neighbourhood search from the initial assignment (see
     the module docstring).
 
-    LNS_WORK, BPR_WORK: the work one CP-SAT round, one rearrangement counts for, in annealing steps (about the
-    same wall time).
+    Work is counted in units of about 0.5 ms: one numpy soft-annealing step, FAST_STEPS compiled annealing steps;
+    LNS_WORK and BPR_WORK are the units one CP-SAT round and one rearrangement count for.
 
     `run(time_limit, max_iterations)` returns the best assignment found; it is feasible at every step
     (a subproblem's solution is only accepted when every hard constraint holds, and the starting point is
@@ -425,7 +427,11 @@ class RoadefLNS:
         self.sub_dtime = sub_dtime
         self.log = log
         self.LNS_WORK = 600
-        self.BPR_WORK = 130  # one big process rearrangement, in annealing steps
+        self.BPR_WORK = 20
+        self.FAST_STEPS = 2500
+        self.FAST_CHUNK = 1_000_000  # compiled annealing steps between deadline checks
+        self.BPR_CHUNK = 5  # rearrangements between deadline checks
+        self.DESCENT_CHUNK = 2000  # processes a descent evaluates between deadline checks
         s_count = inst.n_services
         order = np.argsort(inst.service, kind="stable")
         bounds = np.cumsum(np.bincount(inst.service, minlength=s_count))
@@ -455,13 +461,14 @@ class RoadefLNS:
         w = float(max(1, int(inst.load_weight.max()) if inst.n_resources else 1))
         self.soft_weights = (2.0 * w, 500.0 * w)
         self.kinds = ["anneal", "lns", "bpr"] + (["soft"] if inst.transient.any() else [])
-        self.bpr_attempts = 75  # big process rearrangements of one phase
+        self.bpr_attempts = 400  # big process rearrangements of one phase
         # transient room of each machine for processes that did not start there: C − U⁰ (fixed by the initial state)
         u0 = usage(inst, self.a0)
         self.initial_room_t = (inst.capacity - u0)[:, inst.transient]
         self.stats = SearchStats()
         self._refresh()
-        self.moves = MoveState(inst, self.a0, self.a)
+        self.moves = MoveState(inst, self.a0, self.a)  # soft annealing
+        self.fast = FastMoves(inst, self.a0)  # descent, annealing, rearrangements
 
     # ---- state
 
@@ -809,14 +816,26 @@ class RoadefLNS:
 
     # ---- main loop
 
+    def _fast_state(self) -> FastMoves:
+        if not np.array_equal(self.fast.a, self.a):
+            self.fast.load(self.a)
+        return self.fast
+
+    def _seed(self) -> int:
+        return self.rng.randrange(1 << 31)
+
     def local_search(self, deadline: float, queue: list[int] | None = None) -> int:
-        """Shift/swap descent (`MoveState.descend`) from the current assignment, kept when the exact scorer
-        agrees (feasible, not worse); returns the moves made."""
-        ms = self.moves
-        if not np.array_equal(ms.a, self.a):
-            ms.load(self.a)
-        n = ms.descend(self.rng, deadline, queue)
-        if n and self._accept(ms.a.copy()):
+        """Shift/swap descent (`FastMoves.descend`) over `queue` (default: every process in random order), kept
+        when the exact scorer agrees (feasible, not worse); returns the moves made."""
+        fast = self._fast_state()
+        if queue is None:
+            queue = list(range(self.inst.n_processes))
+            self.rng.shuffle(queue)
+        left, n = np.asarray(queue, dtype=np.int64), 0
+        while len(left) and time.monotonic() < deadline:
+            moves, left = fast.descend(left, self._seed(), self.DESCENT_CHUNK)
+            n += moves
+        if n and self._accept(fast.a.copy()):
             self.stats.shift_moves += n
             return n
         return 0
@@ -836,47 +855,45 @@ class RoadefLNS:
         return True
 
     def anneal(self, deadline: float, steps: int, soft: bool = False) -> None:
-        """One annealing phase (`MoveState.anneal`) from the current assignment; keeps its best if it is better.
-        `soft`: transient capacity is soft during the phase (`soft_weights`), then repaired."""
-        ms = self.moves
-        if not np.array_equal(ms.a, self.a):
-            ms.load(self.a)
-        best_a, best = ms.anneal(self.rng, deadline, steps, self.obj * self.t_start, self.obj * self.t_end,
-                                 self.soft_weights if soft else None)
+        """One annealing phase from the current assignment, `steps` work units; keeps its best if it is better.
+        Compiled Metropolis annealing (`FastMoves.anneal`, FAST_STEPS steps per unit, in chunks so that the
+        deadline is kept), or with `soft` the heat-bath annealing of `MoveState.anneal` with transient capacity
+        soft during the phase (`soft_weights`), then repaired."""
+        if soft:
+            ms = self.moves
+            if not np.array_equal(ms.a, self.a):
+                ms.load(self.a)
+            best_a, best = ms.anneal(self.rng, deadline, steps, self.obj * self.t_start, self.obj * self.t_end,
+                                     self.soft_weights)
+        else:
+            fast = self._fast_state()
+            total = steps * self.FAST_STEPS
+            chunks = max(1, -(-total // self.FAST_CHUNK))
+            ratio = (self.t_end / self.t_start) ** (1.0 / chunks)
+            t0 = self.obj * self.t_start
+            best_a, best = self.a, self.obj
+            for _ in range(chunks):
+                if time.monotonic() > deadline:
+                    break
+                a, obj = fast.anneal(-(-total // chunks), t0, t0 * ratio, self._seed())
+                if obj < best:
+                    best_a, best = a, obj
+                t0 *= ratio
         self.stats.anneal_steps += steps
         if best < self.obj:
             self._accept(best_a)
 
     def rearrange(self, deadline: float, attempts: int) -> None:
-        """One phase of big process rearrangements (`MoveState.relocate`): each attempt draws a machine h ∝ its cost,
-        a process p on h, and a machine r where p alone would cost less than h does now and which p fits (capacity,
-        and transient capacity C − U⁰ unless r is p's initial machine); keeps the result when it is better."""
-        ms, inst = self.moves, self.inst
-        if not np.array_equal(ms.a, self.a):
-            ms.load(self.a)
-        n_m = inst.n_machines
-        machines = np.arange(n_m)
-        for _ in range(attempts):
-            if time.monotonic() > deadline:
-                break
-            cost = ms.mc.astype(float)
-            if cost.sum() <= 0:
-                break
-            h = self._draw(cost)
-            on = np.flatnonzero(ms.a == h)
-            if not len(on):
-                continue
-            p = int(on[self.rng.randrange(len(on))])
-            r_p = self.req[p]
-            ok = (r_p <= inst.capacity).all(axis=1) & (ms.cost(machines, np.broadcast_to(r_p, inst.capacity.shape))
-                                                     < ms.mc[h])
-            ok &= (r_p[inst.transient] <= self.initial_room_t).all(axis=1) | (machines == self.a0[p])
-            ok[h] = False
-            cand = np.flatnonzero(ok)
-            if len(cand):
-                ms.relocate(p, int(cand[self.rng.randrange(len(cand))]), self.rng, deadline)
-        if ms.objective < self.obj:
-            self._accept(ms.a.copy())
+        """One phase of big process rearrangements (`FastMoves.rearrange`, in chunks so that the deadline is kept);
+        keeps the result when it is better."""
+        fast = self._fast_state()
+        done = 0
+        while done < attempts and time.monotonic() < deadline:
+            n = min(self.BPR_CHUNK, attempts - done)
+            fast.rearrange(n, self._seed())
+            done += n
+        if fast.objective < self.obj:
+            self._accept(fast.a.copy())
 
     def lns_round(self, deadline: float) -> None:
         """One CP-SAT subproblem; a better result is followed by a descent over the machines it touched."""

@@ -1,4 +1,4 @@
-"""Incremental shift and swap moves for ROADEF 2012 machine reassignment (used by `roadef.RoadefLNS`).
+"""Incremental shift and swap moves for ROADEF 2012 machine reassignment (soft annealing in `roadef.RoadefLNS`).
 
 `MoveState` keeps, for the current assignment a (initial a⁰), the counters that make a move's objective change
 and feasibility exact and O(R) per candidate, so that all candidates of one process are evaluated in one numpy pass:
@@ -47,13 +47,8 @@ out) and descends with hard constraints again.
 Where transient capacity is the binding constraint (a2_2: the relaxed problem reaches half the objective),
 the walk crosses the infeasible region between feasible assignments that no feasible path joins.
 
-**Big process rearrangement** (`relocate(p, r)`): while p does not fit machine r, the process q on r that covers
-most of p's capacity deficit d = max(0, U[r] + r_p − C[r]) (largest Σ min(r_q, d) / Σ d, ties to the smallest ΔF)
-takes its best feasible shift off r (not to p's machine); when none can move, one of them that is away from its
-initial machine goes home once room is made there the same way (an ejection chain two levels deep: at home it
-needs no transient room). Then p shifts to r, a descent runs over the processes of r, of p's old machine and of
-those that started on r, and everything is restored unless F fell. It makes a chain of moves whose first steps
-gain nothing, which no descent and few annealing walks make.
+The compiled moves of `roadef_fast` (descent, annealing, big process rearrangements) use the same formulas one
+candidate at a time; this module's vectorised evaluator remains for soft annealing and as their reference in tests.
 
 `descend` is a best-improvement descent over a work queue of processes (first the whole set in random order;
 after a move, the processes of the machines it touched are queued again): for each process, its best shift and
@@ -494,87 +489,6 @@ class MoveState:
                 queue.extend(order)
                 queued[fresh] = True
         return moves
-
-    # ---- big process rearrangement
-
-    def _fits(self, p: int, r: int) -> bool:
-        """Whether p, moved onto machine r, fits its capacity and (unless r is p's initial machine) its transient
-        capacity."""
-        if (self.U[r] + self.req[p] > self.cap[r]).any():
-            return False
-        tr = self.trans
-        return r == self.a0[p] or not len(tr) or bool((self.T[r, tr] + self.req[p, tr] <= self.cap_t[r]).all())
-
-    def relocate(self, p: int, r: int, rng: random.Random, deadline: float, depth: int = 1) -> bool:
-        """Big process rearrangement: make room for p on machine r (`_make_room`), move it there, descend; keep it
-        when F fell. The descent runs over the processes now on r and on p's old machine and those whose initial
-        machine is r (the processes the move may have freed or crowded). When the objective did not fall, every
-        counter is restored. This is the move a shift/swap descent cannot make when a large process only fits a
-        machine that others fill, and transient room keeps them from leaving one by one."""
-        before, saved = self.objective, self.a.copy()
-        m0 = int(self.a[p])
-        moved = False
-        if self._make_room(p, r, {m0}, depth):
-            cand, _ = self.shift_deltas(p)
-            if (cand == r).any():
-                self.apply_shift(p, r)
-                queue = np.flatnonzero((self.a == r) | (self.a == m0) | (self.a0 == r)).tolist()
-                rng.shuffle(queue)
-                self.descend(rng, deadline, queue)
-                moved = self.objective < before
-        if not moved:
-            self.load(saved)
-        return moved
-
-    def _make_room(self, p: int, r: int, banned: set[int], depth: int, max_evictions: int = 40) -> bool:
-        """Move processes off r until p fits it (capacity, and transient capacity unless r = a⁰(p)); whether it does.
-
-        Each step moves the process q on r whose requests cover most of p's capacity deficit d = max(0, U[r] + r_p −
-        C[r]) (the largest Σ min(r_q, d) / Σ d, ties to the smallest ΔF) to its best feasible machine outside
-        `banned`. When no process on r can go anywhere and `depth` > 0, one of them that is away from its initial
-        machine h goes home after room is made there in the same way (one level further, r banned too): a process
-        always has transient room at home, so this frees r's transient room that no shift can."""
-        stuck: set[int] = set()  # processes on r with no destination (evictions only fill the others)
-        ban = list(banned)
-        for _ in range(max_evictions):
-            if self._fits(p, r):
-                return True
-            need = np.maximum(self.U[r] + self.req[p] - self.cap[r], 0)
-            total = max(1, int(need.sum()))
-            best: tuple[float, int, int] | None = None
-            for q in np.flatnonzero(self.a == r).tolist():
-                if q in stuck:
-                    continue
-                cand, delta = self.shift_deltas(q)
-                keep = ~np.isin(cand, ban)
-                cand, delta = cand[keep], delta[keep]
-                if not len(cand):
-                    stuck.add(q)
-                    continue
-                k = int(np.argmin(delta))
-                key = (-float(np.minimum(self.req[q], need).sum()) / total, float(delta[k]))
-                if best is None or key < best[:2]:
-                    best = (*key, q, int(cand[k]))
-            if best is not None:
-                self.apply_shift(best[2], best[3])
-                continue
-            order = sorted(stuck, key=lambda q: -float(np.minimum(self.req[q], need).sum()))
-            if depth <= 0 or not self._send_home(order, r, banned, depth):
-                return False
-        return self._fits(p, r)
-
-    def _send_home(self, order: list[int], r: int, banned: set[int], depth: int) -> bool:
-        """The first process of `order` (all on r) that can go home after room is made there (`_make_room` one
-        level down) goes home; whether one did."""
-        for q in order:
-            h = int(self.a0[q])
-            if h == r or h in banned or not self._make_room(q, h, banned | {r}, depth - 1):
-                continue
-            cand, _ = self.shift_deltas(q)
-            if (cand == h).any():
-                self.apply_shift(q, h)
-                return True
-        return False
 
     # ---- annealing
 
