@@ -449,10 +449,10 @@ def test_annealing_stays_feasible_and_returns_its_exact_best():
 def test_search_alternates_annealing_and_cp_sat_phases_and_stays_feasible():
     inst = read_instance(DATA / "model_a2_1.txt")
     a0 = read_assignment(DATA / "assignment_a2_1.txt", inst)
-    best, stats = solve(inst, a0, time_limit=300, seed=1, max_iterations=40)
+    best, stats = solve(inst, a0, time_limit=300, seed=1, max_iterations=100)
     obj, viol = score(inst, a0, best)
     assert viol == [] and stats.lns_rounds > 0 and stats.anneal_steps > 0
-    assert stats.iterations >= 40 and obj.total == stats.history[-1][1] < score(inst, a0, a0)[0].total
+    assert stats.iterations >= 100 and obj.total == stats.history[-1][1] < score(inst, a0, a0)[0].total
 
 
 def test_once_load_and_balance_costs_are_zero_cp_sat_rounds_mostly_bring_moved_processes_home(tiny):
@@ -491,6 +491,49 @@ def test_big_process_rearrangements_improve_a2_2_beyond_its_descent_optimum_exac
     local = search.obj
     search.rearrange(time.monotonic() + 120, attempts=30)
     assert search.obj < local and _exact(inst, a0, search.a) == (search.obj, [])
+
+
+def test_with_transient_resources_the_search_opens_with_soft_annealing_and_cp_sat_rounds_in_turn(tiny):
+    import time
+
+    from kplace.solver.rebalance.roadef import RoadefLNS
+
+    inst, a0 = tiny  # r1 is transient
+    search = RoadefLNS(inst, a0, seed=0)
+    search.begin(time.monotonic() + 60)
+    seen = []
+    for _ in range(4):
+        assert search.phase()
+        seen.append((search.stats.anneal_steps > 0, search.stats.lns_rounds > 0))
+    assert seen == [(True, False), (True, True), (True, True), (True, True)] and search.prelude == 4
+    plain = RoadefLNS(dataclasses.replace(inst, transient=np.zeros(2, dtype=bool)), a0, seed=0)
+    assert plain.prelude == 0 and "soft" not in plain.kinds
+
+
+@needs_data
+def test_rearrangements_run_alone_until_a_phase_of_them_gains_less_than_the_threshold():
+    import time
+
+    from kplace.solver.rebalance.roadef import RoadefLNS
+
+    inst = read_instance(DATA / "model_a2_2.txt")
+    a0 = read_assignment(DATA / "assignment_a2_2.txt", inst)
+    search = RoadefLNS(inst, a0, seed=0)
+    assert search.prelude == 8  # a2_2 has transient resources: soft annealing and CP-SAT rounds come first
+    search.prelude, search.bpr_attempts = 0, 40
+    search.begin(time.monotonic() + 300)
+    for _ in range(3):  # on a2_2 the first phases of rearrangements gain far more than 0.05 % each
+        before = search.obj
+        assert search.phase()
+        assert search.bpr_first and before - search.obj >= 5e-4 * before
+    assert search.stats.lns_rounds == search.stats.anneal_steps == 0
+    search.bpr_first_gain = 1.0  # no phase gains that much: the next one ends rearrangements alone
+    search.phase()
+    assert not search.bpr_first
+    for _ in range(6):
+        search.phase()
+    assert search.stats.lns_rounds + search.stats.anneal_steps > 0  # the other kinds are tried in turn
+    assert _exact(inst, a0, search.a) == (search.obj, [])
 
 
 @needs_data
