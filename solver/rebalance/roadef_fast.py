@@ -15,16 +15,17 @@ hundred times as many moves as the numpy evaluator:
   leave it (a worsening move from the best one not yet saved), so a descent costs no copies.
 - **descent** (`descend`): best improvement over all shifts and swaps of each process of a work queue; after a
   move, the processes of both machines are queued again.
-- **big process rearrangements** (`rearrange`): as `MoveState.relocate` — a machine h drawn ∝ its cost, a process
-  p on it, a machine r where p alone costs less than h does now and whose initial transient room C − U⁰ takes p;
-  processes on r that cover most of p's capacity deficit take their best shift elsewhere (a stuck one goes home
-  after room is made there: an ejection chain two levels deep), p moves to r, a descent runs over r, p's old
-  machine and the processes that started on r, and the log is undone if F rose. Rearrangements that leave F as it
-  was are kept: on a2_2 the walk then drifts across plateaus that strict acceptance stops at (827 M against 836 M
-  after 150 s of rearrangements alone).
+- **big process rearrangements** (`rearrange`): a machine h drawn ∝ its cost, a process p on it, a machine r where p
+  alone costs less than h does now and whose initial transient room C − U⁰ takes p; processes on r that cover most
+  of p's capacity deficit take their best shift elsewhere (a stuck one goes home after room is made there: an
+  ejection chain two levels deep), p moves to r, a descent runs over r, p's old machine and the processes that
+  started on r, and the log is undone if F rose. Rearrangements that leave F as it was are kept: on a2_2 the walk
+  then drifts across plateaus that strict acceptance stops at (827 M against 836 M after 150 s of rearrangements
+  alone).
 
 Random numbers come from numba's generator, seeded at the start of each call, so a call is deterministic for its
-seed.
+seed. The functions are compiled on first use (about half a minute on 2 cores) and cached next to this file (or in
+numba's user-wide cache where that is not writable), so later processes load them in about a second.
 """
 
 from __future__ import annotations
