@@ -471,9 +471,6 @@ class RoadefLNS:
         self.prelude = 8 if "soft" in self.kinds else 0
         # then rearrangements alone until a phase of them gains less than this share of the objective
         self.bpr_first, self.bpr_first_gain = True, 5e-4
-        # transient room of each machine for processes that did not start there: C − U⁰ (fixed by the initial state)
-        u0 = usage(inst, self.a0)
-        self.initial_room_t = (inst.capacity - u0)[:, inst.transient]
         self.stats = SearchStats()
         self._refresh()
         self.moves = MoveState(inst, self.a0, self.a)  # soft annealing
@@ -960,8 +957,8 @@ class RoadefLNS:
         probability in proportion to its recent gain per unit of work, at least `floor` each (0.15 with two kinds,
         0.1 with three, 0.05 with four), after `prelude` phases of soft annealing and CP-SAT rounds in turn (where
         there are transient resources) and phases of rearrangements alone until one gains less than
-        `bpr_first_gain` of the objective. Work is counted, not timed (one annealing step = 1 unit, a rearrangement
-        `BPR_WORK`, a CP-SAT round `LNS_WORK`), so that the trajectory depends on the seed only."""
+        `bpr_first_gain` of the objective. Work is counted, not timed (in the units of the class docstring), so that
+        the trajectory depends on the seed only."""
         deadline, rate = self.deadline, self.rate
         if time.monotonic() >= deadline - 0.05:
             return False
