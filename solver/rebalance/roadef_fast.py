@@ -15,13 +15,13 @@ hundred times as many moves as the numpy evaluator:
   leave it (a worsening move from the best one not yet saved), so a descent costs no copies.
 - **descent** (`descend`): best improvement over all shifts and swaps of each process of a work queue; after a
   move, the processes of both machines are queued again.
-- **big process rearrangements** (`rearrange`): a machine h drawn ∝ its cost, a process p on it, a machine r where p
-  alone costs less than h does now and whose initial transient room C − U⁰ takes p; processes on r that cover most
-  of p's capacity deficit take their best shift elsewhere (a stuck one goes home after room is made there: an
-  ejection chain two levels deep), p moves to r, a descent runs over r, p's old machine and the processes that
-  started on r, and the log is undone if F rose. Rearrangements that leave F as it was are kept: on a2_2 the walk
-  then drifts across plateaus that strict acceptance stops at (827 M against 836 M after 150 s of rearrangements
-  alone).
+- **big process rearrangements** (`rearrange`): a machine h drawn ∝ its load cost (its load and balance cost once no
+  load cost is left), a process p on it, a machine r where p alone costs less than h does now and whose initial
+  transient room C − U⁰ takes p; processes on r that cover most of p's capacity deficit take their best shift
+  elsewhere (a stuck one goes home after room is made there: an ejection chain two levels deep), p moves to r, a
+  descent runs over r, p's old machine and the processes that started on r, and the log is undone if F rose.
+  Rearrangements that leave F as it was are kept: on a2_2 the walk then drifts across plateaus that strict
+  acceptance stops at (827 M against 836 M after 150 s of rearrangements alone).
 
 Random numbers come from numba's generator, seeded at the start of each call, so a call is deterministic for its
 seed. The functions are compiled on first use (about half a minute on 2 cores) and cached next to this file (or in
@@ -583,21 +583,29 @@ def rearrange(D, S, attempts, room_t, seed):
     C − U⁰ (M × R, zero on other resources). Returns the number kept."""
     np.random.seed(seed)
     req, cap, safety, lw, trans, bal = D[:6]
-    a, a0, mc = S[0], D[18], S[11]
+    a, a0, U, mc = S[0], D[18], S[1], S[11]
     n_m = cap.shape[0]
     u0 = np.empty(req.shape[1], dtype=np.int64)
     u1 = np.empty_like(u0)
     cand = np.empty(n_m, dtype=np.int64)
+    w = np.empty(n_m, dtype=np.int64)
+    no_bal = bal[:0]
     kept = 0
     for _ in range(attempts):
         S[12][2] = 0  # nothing to undo across attempts
-        total = mc.sum()
+        for m in range(n_m):  # load cost: where there are balance costs, their sum hardly moves (a1_4)
+            w[m] = _cost(m, U[m], safety, lw, cap, no_bal)
+        by = no_bal
+        if w.sum() <= 0:
+            w[:] = mc
+            by = bal
+        total = w.sum()
         if total <= 0:
             break
         x = np.random.random() * total
         h = 0
-        while h < n_m - 1 and x >= mc[h]:
-            x -= mc[h]
+        while h < n_m - 1 and x >= w[h]:
+            x -= w[h]
             h += 1
         on = np.flatnonzero(a == h)
         if on.shape[0] == 0:
@@ -612,7 +620,7 @@ def rearrange(D, S, attempts, room_t, seed):
                 if req[p, j] > cap[r, j] or (trans[j] and r != a0[p] and req[p, j] > room_t[r, j]):
                     ok = False
                     break
-            if ok and _cost(r, req[p], safety, lw, cap, bal) < mc[h]:
+            if ok and _cost(r, req[p], safety, lw, cap, by) < w[h]:
                 cand[k] = r
                 k += 1
         if k and _relocate(D, S, p, cand[np.random.randint(k)], u0, u1, True):
