@@ -1022,8 +1022,10 @@ def solve(inst: Instance, initial: np.ndarray, *, time_limit: float = 60.0, seed
         a0 = _check_assignment(inst, np.asarray(initial), "initial assignment")
         best, stats = _cooperate(inst, a0, time_limit, seed, max_iterations, workers, searches, log)
     else:
+        deadline = time.monotonic() + time_limit  # building the search (compiling its moves, once) counts too
         search = RoadefLNS(inst, initial, seed=seed, workers=workers, log=log)
-        a0, best, stats = search.a0, search.run(time_limit, max_iterations), search.stats
+        best = search.run(max(0.0, deadline - time.monotonic()), max_iterations)
+        a0, stats = search.a0, search.stats
     if violations(inst, a0, best):  # pragma: no cover - a bug; never output an infeasible assignment
         if log:
             log("BUG: the search ended on an infeasible assignment; returning the initial one")
@@ -1119,7 +1121,8 @@ def run_roadef(model_path: str | os.PathLike[str], assignment_path: str | os.Pat
     initial_obj, initial_viol = score(inst, a0, a0)
     if initial_viol:
         raise InputError(f"the initial assignment is infeasible ({initial_viol[0]})", source=str(assignment_path))
-    budget = max(0.1, time_limit - (time.monotonic() - start) - 0.2)
+    # what the search may take: the rest of the limit, less a margin for a phase that ends late and for writing
+    budget = max(0.1, time_limit - (time.monotonic() - start) - min(2.0, 0.05 * time_limit))
     best, stats = solve(inst, a0, time_limit=budget, seed=seed, workers=workers, searches=searches, log=log)
     write_assignment(out_path, best)
     final_obj, final_viol = score(inst, a0, best)
