@@ -1122,7 +1122,7 @@ def run_roadef(model_path: str | os.PathLike[str], assignment_path: str | os.Pat
     if initial_viol:
         raise InputError(f"the initial assignment is infeasible ({initial_viol[0]})", source=str(assignment_path))
     # what the search may take: the rest of the limit, less a margin for a phase that ends late and for writing
-    budget = max(0.1, time_limit - (time.monotonic() - start) - min(2.0, 0.05 * time_limit))
+    budget = max(0.1, time_limit - (time.monotonic() - start) - min(5.0, 0.05 * time_limit))
     best, stats = solve(inst, a0, time_limit=budget, seed=seed, workers=workers, searches=searches, log=log)
     write_assignment(out_path, best)
     final_obj, final_viol = score(inst, a0, best)
