@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
+from .roadef_ls import service_links
+
 if TYPE_CHECKING:
     from .roadef import Instance
 
@@ -520,11 +522,10 @@ def _make_room_flat(D, S, p, r, banned, max_evictions, u0, u1):
 
 
 @njit(cache=True)
-def _make_room(D, S, p, r, banned, max_evictions, u0, u1, chain):
-    """Evictions off r until p fits it; with `chain`, when every process left on r is stuck, the stuck one covering
-    most of the deficit that can go home does so after room is made there (`_make_room_flat`, r banned too): a
-    process needs no transient room at home, so this frees r's transient room that no shift can. Whether p
-    fits."""
+def _make_room(D, S, p, r, banned, max_evictions, u0, u1):
+    """Evictions off r until p fits it; when every process left on r is stuck, the stuck one covering most of the
+    deficit that can go home does so after room is made there (`_make_room_flat`, r banned too): a process needs
+    no transient room at home, so this frees r's transient room that no shift can. Whether p fits."""
     a, a0 = S[0], D[18]
     stuck = np.zeros(a.shape[0], dtype=np.bool_)
     for _ in range(max_evictions):
@@ -532,8 +533,6 @@ def _make_room(D, S, p, r, banned, max_evictions, u0, u1, chain):
             return True
         if _evict(D, S, p, r, banned, stuck, u0, u1):
             continue
-        if not chain:
-            return False
         on = np.flatnonzero((a == r) & stuck)
         cov = np.empty(on.shape[0])
         for i in range(on.shape[0]):
@@ -566,7 +565,8 @@ def _relocate(D, S, p, r, u0, u1, chain):
     m0 = a[p]
     banned = np.zeros(D[1].shape[0], dtype=np.bool_)
     banned[m0] = True
-    if _make_room(D, S, p, r, banned, 40, u0, u1, chain) and _shift_delta(D, S, p, r, u0, u1) != _INFEASIBLE:
+    room = _make_room(D, S, p, r, banned, 40, u0, u1) if chain else _make_room_flat(D, S, p, r, banned, 40, u0, u1)
+    if room and _shift_delta(D, S, p, r, u0, u1) != _INFEASIBLE:
         _shift(D, S, p, r)
         queue = np.flatnonzero((a == r) | (a == m0) | (a0 == r))
         np.random.shuffle(queue)
@@ -691,17 +691,8 @@ class FastMoves:
 
     def __init__(self, inst: Instance, initial: np.ndarray, current: np.ndarray | None = None) -> None:
         a0 = np.asarray(initial, dtype=np.int64).copy()
-        n_s = max(1, inst.n_services)
-        spread = np.zeros(n_s, dtype=np.int64)
-        spread[: inst.n_services] = inst.spread_min
-        deps = [sorted({d for d in ds if d != s}) for s, ds in enumerate(inst.dependencies)]
-        deps += [[] for _ in range(n_s - len(deps))]
-        rdeps: list[list[int]] = [[] for _ in range(n_s)]
-        linked = np.zeros((n_s, n_s), dtype=np.bool_)
-        for s, ds in enumerate(deps):
-            for d in ds:
-                rdeps[d].append(s)
-                linked[s, d] = linked[d, s] = True
+        spread, deps, rdeps, dep = service_links(inst)
+        linked = (dep + dep.T) > 0
         bal = np.array([(b.r1, b.r2, b.target, b.weight) for b in inst.balances if b.weight],
                        dtype=np.int64).reshape(-1, 4)
 

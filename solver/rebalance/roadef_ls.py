@@ -68,6 +68,22 @@ if TYPE_CHECKING:
     from .roadef import Instance
 
 
+def service_links(inst: Instance) -> tuple[np.ndarray, list[list[int]], list[list[int]], np.ndarray]:
+    """Per service (at least one, padded): spreadMin, the services it depends on (itself left out), the services
+    that depend on it, and the S × S 0/1 matrix dep[s, d] = [s depends on d]."""
+    n_s = max(1, inst.n_services)
+    spread = np.concatenate([inst.spread_min, np.zeros(n_s - inst.n_services, dtype=np.int64)]).astype(np.int64)
+    deps = [sorted({d for d in ds if d != s}) for s, ds in enumerate(inst.dependencies)]
+    deps += [[] for _ in range(n_s - len(deps))]
+    rdeps: list[list[int]] = [[] for _ in range(n_s)]
+    dep = np.zeros((n_s, n_s), dtype=np.int64)
+    for s, ds in enumerate(deps):
+        for d in ds:
+            rdeps[d].append(s)
+            dep[s, d] = 1
+    return spread, deps, rdeps, dep
+
+
 class MoveState:
     """Incremental state of one assignment (see the module docstring)."""
 
@@ -89,19 +105,10 @@ class MoveState:
         self.svc_procs = np.split(order, np.cumsum(np.bincount(inst.service, minlength=max(1, inst.n_services)))[:-1])
         self.loc = inst.location
         self.nbh = inst.neighborhood
-        n_s = max(1, inst.n_services)
-        self.n_s = n_s
         self.n_loc = int(self.loc.max()) + 1
         self.n_nb = int(self.nbh.max()) + 1
-        self.spread = np.concatenate([inst.spread_min, np.zeros(n_s - inst.n_services, dtype=np.int64)])
-        self.deps = [sorted({d for d in ds if d != s}) for s, ds in enumerate(inst.dependencies)]
-        self.deps += [[] for _ in range(n_s - len(self.deps))]
-        self.rdeps: list[list[int]] = [[] for _ in range(n_s)]
-        dep = np.zeros((n_s, n_s), dtype=np.int64)
-        for s, ds in enumerate(self.deps):
-            for d in ds:
-                self.rdeps[d].append(s)
-                dep[s, d] = 1
+        self.spread, self.deps, self.rdeps, dep = service_links(inst)
+        self.n_s = len(self.spread)
         self.dep = dep
         self.linked = (dep + dep.T) > 0
         self.has_deps = bool(dep.any())
