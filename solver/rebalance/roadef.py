@@ -411,7 +411,7 @@ class RoadefLNS:
     """Descent, annealing, rearrangements and CP-SAT large neighbourhood search from the initial assignment (see
     the module docstring).
 
-    Work is counted in units of about 0.5 ms: one numpy soft-annealing step, FAST_STEPS compiled annealing steps;
+    Work is counted in units of about 0.5 ms: one numpy soft-annealing step, FAST_TICKS of compiled annealing;
     LNS_WORK and BPR_WORK are the units one CP-SAT round and one rearrangement count for.
 
     `run(time_limit, max_iterations)` returns the best assignment found; it is feasible at every step
@@ -432,8 +432,8 @@ class RoadefLNS:
         self.log = log
         self.LNS_WORK = 600
         self.BPR_WORK = 20
-        self.FAST_STEPS = 2500
-        self.FAST_CHUNK = 1_000_000  # compiled annealing steps between deadline checks
+        self.FAST_TICKS = 3500  # roadef_fast.TICKS
+        self.FAST_CHUNK = 4_000_000  # compiled annealing ticks between deadline checks
         self.BPR_CHUNK = 5  # rearrangements between deadline checks
         self.DESCENT_CHUNK = 2000  # processes a descent evaluates between deadline checks
         s_count = inst.n_services
@@ -862,7 +862,7 @@ class RoadefLNS:
 
     def anneal(self, deadline: float, steps: int, soft: bool = False) -> None:
         """One annealing phase from the current assignment, `steps` work units; keeps its best if it is better.
-        Compiled Metropolis annealing (`FastMoves.anneal`, FAST_STEPS steps per unit, in chunks so that the
+        Compiled Metropolis annealing (`FastMoves.anneal`, FAST_TICKS per unit, in chunks so that the
         deadline is kept), or with `soft` the heat-bath annealing of `MoveState.anneal` with transient capacity
         soft during the phase (`soft_weights`), then repaired."""
         if soft:
@@ -873,7 +873,7 @@ class RoadefLNS:
                                      self.soft_weights)
         else:
             fast = self._fast_state()
-            total = steps * self.FAST_STEPS
+            total = steps * self.FAST_TICKS
             chunks = max(1, -(-total // self.FAST_CHUNK))
             ratio = (self.t_end / self.t_start) ** (1.0 / chunks)
             t0 = self.obj * self.t_start
@@ -957,28 +957,31 @@ class RoadefLNS:
         probability in proportion to its recent gain per unit of work, at least `floor` each (0.15 with two kinds,
         0.1 with three, 0.05 with four), after `prelude` phases of soft annealing and CP-SAT rounds in turn (where
         there are transient resources) and phases of rearrangements alone until one gains less than
-        `bpr_first_gain` of the objective. Work is counted, not timed (in the units of the class docstring), so that
+        `bpr_first_gain` of the objective; rearrangements only while a machine has load or balance cost (they start
+        from one). Work is counted, not timed (in the units of the class docstring), so that
         the trajectory depends on the seed only."""
         deadline, rate = self.deadline, self.rate
         if time.monotonic() >= deadline - 0.05:
             return False
         if max_iterations is not None and self.stats.iterations >= max_iterations:
             return False
+        # rearrangements start from a machine with load or balance cost: none left, none to make
+        kinds = [k for k in self.kinds if k != "bpr" or self.machine_cost.sum() > 0]
         if self.prelude > 0:  # soft annealing and CP-SAT rounds in turn
             kind = ("soft", "lns")[self.prelude % 2]
             self.prelude -= 1
-        elif self.bpr_first and "bpr" in rate:  # rearrangements alone while they gain enough
+        elif self.bpr_first and "bpr" in kinds:  # rearrangements alone while they gain enough
             kind = "bpr"
-        elif float("inf") in rate.values():  # try each kind once
-            kind = self.rng.choice([k for k, v in rate.items() if v == float("inf")])
+        elif any(rate[k] == float("inf") for k in kinds):  # try each kind once
+            kind = self.rng.choice([k for k in kinds if rate[k] == float("inf")])
         else:  # in proportion to the recent gain per unit of work, each at least `floor` of the phases
-            floor = {2: 0.15, 3: 0.1}.get(len(rate), 0.05)
-            total = sum(rate.values())
-            shares = [rate[k] / total if total > 0 else 1.0 / len(rate) for k in self.kinds]
+            floor = {2: 0.15, 3: 0.1}.get(len(kinds), 0.05)
+            total = sum(rate[k] for k in kinds)
+            shares = [rate[k] / total if total > 0 else 1.0 / len(kinds) for k in kinds]
             shares = [min(1.0 - floor * (len(shares) - 1), max(floor, x)) for x in shares]
             x = self.rng.random() * sum(shares)
-            kind = self.kinds[-1]
-            for k, sh in zip(self.kinds, shares, strict=True):
+            kind = kinds[-1]
+            for k, sh in zip(kinds, shares, strict=True):
                 if x < sh:
                     kind = k
                     break

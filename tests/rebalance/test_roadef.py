@@ -478,6 +478,29 @@ def test_once_load_and_balance_costs_are_zero_cp_sat_rounds_mostly_bring_moved_p
     assert search.obj == score(free, a0, search.a)[0].total == 0  # both processes are home again
 
 
+def test_no_phase_of_rearrangements_is_chosen_while_no_machine_has_a_load_or_balance_cost(tiny):
+    import time
+
+    from kplace.solver.rebalance.roadef import RoadefLNS
+
+    inst, a0 = tiny
+    free = dataclasses.replace(inst, safety=inst.capacity.copy(), transient=np.zeros(2, dtype=bool),
+                               balances=tuple(dataclasses.replace(b, weight=0) for b in inst.balances))
+    search = RoadefLNS(free, a0, seed=0)
+    assert "bpr" in search.kinds and search.machine_cost.sum() == 0
+    kinds = []
+    search.rearrange = lambda *_: kinds.append("bpr")
+    search.anneal = lambda *_, **__: kinds.append("anneal")
+    search.lns_round = lambda *_: kinds.append("lns")
+    search.begin(time.monotonic() + 60)
+    for _ in range(30):
+        assert search.phase()
+    assert "bpr" not in kinds and {"anneal", "lns"} <= set(kinds)
+    search.machine_cost[0] = 1  # a machine with a cost: rearrangements are tried again (first, as never yet)
+    search.phase()
+    assert kinds[-1] == "bpr"
+
+
 @needs_data
 def test_big_process_rearrangements_improve_a2_2_beyond_its_descent_optimum_exactly():
     import time

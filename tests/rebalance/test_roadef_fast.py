@@ -128,6 +128,21 @@ def test_compiled_annealing_returns_its_exact_best_keeps_exact_counters_and_is_d
 
 
 @needs_data
+def test_annealing_work_is_counted_in_ticks_so_a_phase_makes_fewer_steps_where_more_draws_are_evaluated():
+    one, evaluated, taken_more = fast.TICKS
+    steps = {}
+    for name in ("a2_1", "a2_2"):  # two thirds of a2_1's draws pass the prefilter, about 2 % of a2_2's
+        inst, a0 = _load(name)
+        f = FastMoves(inst, a0)
+        start = f.objective
+        _, _, taken, steps[name] = fast.anneal(f.D, f.S, 1_000_000, start * 1e-3, start * 1e-6, 3)
+        # the walk stops at the first step that reaches the budget: spent = steps + 9·evaluated + 7·taken
+        assert steps[name] * one + taken * (evaluated + taken_more) < 1_000_000 + sum(fast.TICKS)
+        assert steps[name] * (one + evaluated) + taken * taken_more >= 1_000_000
+    assert steps["a2_1"] < 0.5 * steps["a2_2"]
+
+
+@needs_data
 def test_compiled_descents_over_every_process_stop_where_the_numpy_evaluator_finds_no_improving_move():
     inst, a0 = _load("a2_2")
     f = FastMoves(inst, a0)
