@@ -11,8 +11,9 @@ hundred times as many moves as the numpy evaluator:
   attempt is undone by replaying the log backwards (all counters are functions of the assignment alone).
 - **annealing** (`anneal`): a step draws a process p and either a machine m ≠ a(p) (a shift, probability 1/2) or
   a process q on another machine (a swap); a feasible move is taken with probability min(1, exp(−ΔF/T))
-  (Metropolis), T geometric from t_start to t_end. The best assignment is copied only when the walk is about to
-  leave it (a worsening move from the best one not yet saved), so a descent costs no copies.
+  (Metropolis), T geometric from t_start to t_end over the work spent (`TICKS`). The best assignment is copied
+  only when the walk is about to leave it (a worsening move from the best one not yet saved), so a descent costs
+  no copies.
 - **descent** (`descend`): best improvement over all shifts and swaps of each process of a work queue; after a
   move, the processes of both machines are queued again.
 - **big process rearrangements** (`rearrange`): a machine h drawn ∝ its load cost (its load and balance cost once no
