@@ -412,9 +412,9 @@ class RoadefLNS:
     the module docstring).
 
     Work is counted in units of about 0.5 ms: one numpy soft-annealing step, FAST_TICKS of compiled annealing;
-    LNS_WORK and BPR_WORK are the units one CP-SAT round and one rearrangement count for. Measured (one search,
-    150 s): a CP-SAT round takes 0.29 s on a2_2 and 0.34 s on a1_4 (0.3 s counted), a compiled annealing phase 5.2 s
-    (5 s); a soft step takes 0.8–1 ms and a rearrangement 8 ms on a2_2 but 27 ms on a1_4 (10 ms counted).
+    LNS_WORK and BPR_WORK are the units one CP-SAT round and one rearrangement count for. Measured (one search
+    each): a CP-SAT round takes 0.23–0.34 s (0.3 s counted), a compiled annealing phase 4.4 s on a2_1 and 5.2 s on
+    a2_2 (5 s); a soft step takes 0.8–1 ms, a rearrangement 8 ms on a2_2 but 22–27 ms on a1_4 (10 ms counted).
 
     `run(time_limit, max_iterations)` returns the best assignment found; it is feasible at every step
     (a subproblem's solution is only accepted when every hard constraint holds, and the starting point is
