@@ -412,9 +412,9 @@ class RoadefLNS:
     the module docstring).
 
     Work is counted in units of about 0.5 ms: one numpy soft-annealing step, FAST_TICKS of compiled annealing;
-    LNS_WORK and BPR_WORK are the units one CP-SAT round and one rearrangement count for. Measured (one search
-    each): a CP-SAT round takes 0.23–0.34 s (0.3 s counted), a compiled annealing phase 4.4 s on a2_1 and 5.2 s on
-    a2_2 (5 s); a soft step takes 0.8–1 ms, a rearrangement 8 ms on a2_2 but 22–27 ms on a1_4 (10 ms counted).
+    LNS_WORK and BPR_WORK are the units one CP-SAT round and one rearrangement count for.
+    `benchmarks/bench_roadef_work.py` times them: close for annealing and CP-SAT rounds, while a soft step takes
+    1.5–2 units and a rearrangement on a1_4 about 3.
 
     `run(time_limit, max_iterations)` returns the best assignment found; it is feasible at every step
     (a subproblem's solution is only accepted when every hard constraint holds, and the starting point is
@@ -434,7 +434,7 @@ class RoadefLNS:
         self.log = log
         self.LNS_WORK = 600
         self.BPR_WORK = 20
-        self.FAST_TICKS = 3500  # roadef_fast.TICKS
+        self.FAST_TICKS = 3500  # compiled annealing ticks (roadef_fast.TICKS) per unit
         self.FAST_CHUNK = 4_000_000  # compiled annealing ticks between deadline checks
         self.BPR_CHUNK = 5  # rearrangements between deadline checks
         self.DESCENT_CHUNK = 2000  # processes a descent evaluates between deadline checks

@@ -46,9 +46,9 @@ if TYPE_CHECKING:
 # S (state):    a, U, T, moved, occ, sl, nloc, nb, missing, needed, cnt, mc, sc (move_sum, top, log length), log
 
 _INFEASIBLE = np.iinfo(np.int64).max
-# annealing work, in ticks of about 0.14 µs (2 cores at 2.x GHz): a random draw and its prefilter 1, an exact
-# evaluation 9 more, a move taken 7 more. Counting work so, not steps, a phase lasts about as long on a2_1 (two
-# thirds of the draws evaluated) as on a2_2 (2 %), and the trajectory still depends on the seed alone.
+# annealing work, in ticks of about 0.14 µs: a random draw and its prefilter 1, an exact evaluation 9 more, a move
+# taken 7 more. Counted so, not in steps, a phase lasts about as long on a2_1 (two thirds of the draws evaluated) as
+# on a2_2 (2 %), and the trajectory still depends on the seed alone (benchmarks/bench_roadef_work.py).
 TICKS = (1, 9, 7)
 
 
