@@ -296,30 +296,39 @@ def explain(state, pod_key, config_path, candidates, output, kubeconfig, context
 @main.command()
 @click.argument("state", nargs=-1, required=True, metavar="STATE... PLAN")
 @OUTPUT_OPT
-def verify(state, output):
+@CONFIG_OPT
+def verify(state, output, config_path):
     """Check a plan (JSON from `kplace schedule`) against the state; exit 1 on any violation.
 
-    The last argument is the plan; the others are the state it was made for.
+    The last argument is the plan; the others are the state it was made for. A valid plan's score measure
+    (each placed pod scored by the profile as if it were scheduled last into the plan's final state) is
+    reported too, in total and per plugin.
 
     \b
     Examples:
       kplace schedule state.json --output json -o plan.json
       kplace verify state.json plan.json
     """
-    from kplace.models import compile_index, load_state
-
+    from .measure import plan_measure
     from .output import write_json
     from .verify import load_plan, render_violations, verify_plan
 
     if len(state) < 2:
         raise click.UsageError("give the state and then the plan: kplace verify STATE... PLAN")
     *state_files, plan_file = state
-    index = compile_index(load_state(state_files))
-    violations = verify_plan(index, load_plan(plan_file))
+    index, config = load_index(tuple(state_files), config_path)
+    plan = load_plan(plan_file)
+    violations = verify_plan(index, plan)
+    score = None if violations else plan_measure(index, config, plan)
     if output == "json":
-        write_json({"ok": not violations, "violations": [v.to_dict() for v in violations]})
+        write_json({"ok": not violations, "violations": [v.to_dict() for v in violations],
+                    "score": score.to_dict() if score else None})
     else:
         render_violations(violations)
+        if score is not None:
+            parts = ", ".join(f"{k} {v:,}" for k, v in sorted(score.per_plugin.items()))
+            click.echo(f"score measure: {score.total:,} over {score.pods} placed pods ({score.mean:,.1f} per pod)"
+                       + (f": {parts}" if parts else ""))
     sys.exit(1 if violations else 0)
 
 

@@ -20,11 +20,9 @@ The final state of a plan is the input state, minus the pods the plan evicts, pl
     selector / required node affinity, nodeAffinityPolicy Honor, kube's default); reported as the sum over
     constraints of the excess over maxSkew, and the largest skew;
   - PreferNoSchedule: taints on a placed pod's node that the pod does not tolerate (and how many pods).
-- **score**: the profile's weighted score total of each placed pod on its node, evaluated as kube would if that
-  pod were scheduled last into the final placement: the pod is taken out, the profile's filters give its
-  feasible nodes (all of them, no sampling), the score plugins run and normalise over those, and the pod's own
-  node's total is taken. Summed over placed pods (and the mean per pod). Large plans score an evenly spaced
-  sample of `score_limit` placed pods; `pods_scored` says how many, and the total is then null.
+- **score**: the plan's score measure (`solver.measure`: each placed pod scored by the profile as if it were
+  scheduled last into the final state), in total, per plugin and per pod. Large plans score an evenly spaced
+  sample of `score_limit` placed pods; `pods_scored` says how many, and the totals are then null.
 """
 
 from __future__ import annotations
@@ -40,9 +38,8 @@ from kplace.models.selectors import Selector, node_term_matches
 from kplace.models.tolerations import tolerated_by_any
 
 from ..framework.config import SchedulerConfig
-from ..framework.plugin import CycleState
-from ..framework.runtime import run_filters, run_pre_filter, run_scores
 from ..framework.state import ClusterState
+from ..measure import measure
 from ..plugins.interpodaffinity.terms import pod_terms, resolve_namespaces
 from ..plugins.podtopologyspread.spread import node_affinity_mask
 
@@ -260,35 +257,18 @@ def _affinity_signature(pod: PodInfo) -> str:
 
 def score_metrics(index: ClusterIndex, config: SchedulerConfig, state: ClusterState,
                   placed: list[tuple[PodInfo, int]], limit: int = SCORE_LIMIT) -> dict[str, Any]:
-    """Each placed pod's weighted score total on its node, as if it were scheduled last (see the module doc).
-
-    `state` is the final state; it is changed while scoring and restored before returning."""
+    """The plan's score measure (`solver.measure`) in total, per plugin and per pod. Plans placing more than
+    `limit` pods are measured on an evenly spaced sample of them (the totals are then null)."""
     sample = placed
     if len(placed) > limit:
         pick = np.linspace(0, len(placed) - 1, limit).round().astype(int)
         sample = [placed[i] for i in sorted(set(pick.tolist()))]
-    total = 0
-    all_nodes = index.tree_order
-    for pod, n in sample:
-        profile = config.profile_for(pod.spec.scheduler_name)
-        if profile is None:
-            continue
-        state.forget(pod)
-        try:
-            cycle = CycleState()
-            pre = run_pre_filter(profile, state, pod, cycle)
-            nodes = pre.candidates(all_nodes)
-            out = run_filters(profile, state, pod, cycle, nodes, pre.skipped)
-            feasible = nodes[out.code == 0]
-            if n not in set(feasible.tolist()):  # placed by a plan order other than "last" (affinity partners)
-                feasible = np.append(feasible, n)
-            _, totals = run_scores(profile, state, pod, cycle, feasible)
-            total += int(totals[np.flatnonzero(feasible == n)[0]])
-        finally:
-            state.assume(pod, n)
-    k = len(sample)
-    return {"total": total if k == len(placed) else None, "mean_per_pod": round(total / k, 3) if k else 0.0,
-            "pods_scored": k, "pods_placed": len(placed)}
+    m = measure(config, state, sample)
+    whole = len(sample) == len(placed)
+    return {"total": m.total if whole else None, "mean_per_pod": round(m.mean, 3),
+            "per_plugin": {k: v if whole else None for k, v in sorted(m.per_plugin.items())},
+            "per_plugin_mean": {k: round(v / m.pods, 3) if m.pods else 0.0 for k, v in sorted(m.per_plugin.items())},
+            "pods_scored": m.pods, "pods_placed": len(placed)}
 
 
 # --- CP-SAT's own figures -------------------------------------------------------------------------------------

@@ -67,9 +67,12 @@ def rows(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     add("  ScheduleAnyway largest skew", gs["max_skew"], cs["max_skew"], "lower")
     add("  PreferNoSchedule taints not tolerated", g["soft"]["prefer_no_schedule"]["taints"],
         c["soft"]["prefer_no_schedule"]["taints"], "lower")
-    section("score (profile's weighted total of each placed pod on its node)")
+    section("score measure (each placed pod scored by the profile as if scheduled last into the final state)")
     add("  total", g["score"]["total"], c["score"]["total"])
     add("  mean per placed pod", g["score"]["mean_per_pod"], c["score"]["mean_per_pod"], fmt="{:,.1f}")
+    gm, cm = g["score"].get("per_plugin_mean", {}), c["score"].get("per_plugin_mean", {})
+    for plugin in sorted({*gm, *cm}):
+        add(f"  {plugin} (weighted, per pod)", gm.get(plugin), cm.get(plugin), fmt="{:,.2f}")
     if g["score"]["pods_scored"] < g["score"]["pods_placed"] or c["score"]["pods_scored"] < c["score"]["pods_placed"]:
         out.append(("  pods scored (sample)", f"{g['score']['pods_scored']}/{g['score']['pods_placed']}",
                     f"{c['score']['pods_scored']}/{c['score']['pods_placed']}", ""))

@@ -6,10 +6,11 @@ the pods already there), minus the nodes where cross-pod rules already fail beca
 move: required anti-affinity against bound pods, bound pods' anti-affinity (symmetry), a missing topology
 key for required affinity or DoNotSchedule spread. Everything a *window* pod could change stays in the model.
 
-Coefficient c[g, n] = Σ_p weight_p · normalize_p(score_p(rep_g, n)), kube's weighted total for the group's
-first pod on node n at the window's starting state, normalised over the group's domain (kube normalises
-over the nodes it sampled). State-dependent scores are thus taken at the window's start: a first-order
-form of the final state's score, exact for a window of one pod.
+Coefficient c[g, n] = Σ_p weight_p · normalize_p(score_p(rep_g, n)) over the *static* score plugins (those
+without a CP-SAT encoding, `plugins.encodings`: their score of a pod on a node does not depend on where the
+other window pods go), normalised over the group's domain (kube normalises over the nodes it sampled). The
+state-dependent plugins contribute their own terms on the final state (`objective`). `rank[g, n]` is kube's
+whole weighted total at the window's start, the order in which a group's scope keeps nodes.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ CROSS_POD = ("InterPodAffinity", "PodTopologySpread")
 @dataclass
 class GroupDomain:
     nodes: np.ndarray  # node ids, in node-tree order
-    coef: np.ndarray  # int64 per node in `nodes`
+    coef: np.ndarray  # int64 per node in `nodes`: the static plugins' weighted total
+    rank: np.ndarray  # int64 per node in `nodes`: every plugin's weighted total at the window's start
 
 
 def _fixed_pruning(profile: Profile, state: ClusterState, group: PodGroup, cycle: CycleState,
@@ -57,17 +59,22 @@ def _fixed_pruning(profile: Profile, state: ClusterState, group: PodGroup, cycle
     return keep
 
 
-def group_domain(profile: Profile, state: ClusterState, group: PodGroup) -> GroupDomain:
+def group_domain(profile: Profile, state: ClusterState, group: PodGroup,
+                 encoded: frozenset[str] = frozenset()) -> GroupDomain:
+    """The group's domain; `encoded` names the score plugins left out of `coef` (they have their own terms)."""
     cycle = CycleState()
     pre = run_pre_filter(profile, state, group.rep, cycle)
     if pre.code != Code.SUCCESS:
-        return GroupDomain(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        return GroupDomain(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     order = state.index.tree_order
     nodes = pre.candidates(order)
     out = run_filters(profile, state, group.rep, cycle, nodes, pre.skipped | set(CROSS_POD))
     ok = nodes[out.code == 0]
     ok = ok[_fixed_pruning(profile, state, group, cycle, ok, pre.skipped)]
     if len(ok) == 0:
-        return GroupDomain(ok, np.zeros(0, np.int64))
-    _, total = run_scores(profile, state, group.rep, cycle, ok)
-    return GroupDomain(ok, total)
+        return GroupDomain(ok, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    per_plugin, total = run_scores(profile, state, group.rep, cycle, ok)
+    static = total.copy()
+    for name in encoded & per_plugin.keys():
+        static -= per_plugin[name] * profile.weights.get(name, 1)
+    return GroupDomain(ok, static, total)

@@ -9,7 +9,13 @@
      with Σ_g req[g, r] · y[g, n] ≤ free[n, r] · used[n], the strong form of bin packing's capacity);
    - balance: minimise the peak utilisation u (per mille) over nodes and over cpu and memory:
      1000 · (requested[n, r] + Σ_g req[g, r] · y[g, n]) ≤ u · alloc[n, r];
-3. the profile's score: maximise Σ_{g,n} c[g, n] · y[g, n] (see `domains`), with the goal fixed.
+3. the profile's score on the window's final state, with the goal fixed: maximise
+   SCALE · Σ_{g,n} c[g, n] · y[g, n] (the static plugins, see `domains`) + Σ_i T_i, where T_i is each
+   state-dependent plugin's own term (`framework.encoding`, in the plugin's folder): its weighted score of every
+   window pod on the final loads and domain counts. Where a term is not exact (kube's normalisation over the
+   nodes a pod could have used is not linear; nodes several groups share use products of rounded loads), this
+   stage is a *surrogate* of the plan's score measure (`solver.measure`): its status is never reported as the
+   plan's optimum, and the window compares the measure of its plan with greedy's.
 A goal stage takes 80% of the time left, the placement stage 60%, the last stage the rest.
 """
 
@@ -23,6 +29,7 @@ import numpy as np
 from kplace.models.index import HOSTNAME
 from ortools.sat.python import cp_model
 
+from ..framework.encoding import SCALE, ObjectiveTerm
 from .domains import GroupDomain
 from .groups import PodGroup
 from .variables import Variables
@@ -38,6 +45,7 @@ class Stage:
     evaluate: Callable[[dict[int, dict[int, int]]], int]  # the same expression on a hint (y counts)
     best: int | None = None  # a known optimum (every pod placed), when one is known without search
     share: float = 0.6  # fraction of the remaining time this stage may use (the last stage uses all of it)
+    surrogate: str = ""  # what the stage optimises instead of the measure it stands for ("" when exact)
 
 
 def _eval_linear(weights: dict[int, dict[int, int]]) -> Callable[[dict[int, dict[int, int]]], int]:
@@ -78,7 +86,7 @@ def _placed_stage(name: str, v: Variables, groups: list[PodGroup], weight: dict[
 
 
 def score_terms(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain]) -> tuple[object, dict]:
-    """Σ c[g, n] · y[g, n] and the coefficients per group and node."""
+    """SCALE · Σ c[g, n] · y[g, n] over the static plugins, and the coefficients per group and node."""
     weights: dict[int, dict[int, int]] = {}
     coef = np.zeros(len(v.state.index.nodes), dtype=np.int64)  # one group's coefficients, by node id
     for g in groups:
@@ -87,7 +95,21 @@ def score_terms(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDo
         nodes = list(v.y[g.gid])
         weights[g.gid] = dict(zip(nodes, coef[nodes].tolist(), strict=True))
         coef[d.nodes] = 0
-    return _weighted(weights, v), weights
+    scaled = {gid: {n: SCALE * c for n, c in w.items()} for gid, w in weights.items()}
+    return _weighted(scaled, v), weights, scaled
+
+
+def score_stage(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain],
+                terms: list[ObjectiveTerm]) -> Stage:
+    """The static coefficients plus every state-dependent plugin's term (see the module doc)."""
+    expr, weights, scaled = score_terms(v, groups, domains)
+    v.coefficients = weights
+    static = _eval_linear(scaled)
+    evals = [t.evaluate for t in terms]
+    inexact = sorted(f"{t.plugin} ({t.note})" if t.note else t.plugin for t in terms if not t.exact)
+    return Stage("score", expr + sum(t.expr for t in terms), True,
+                 lambda c: static(c) + sum(f(c) for f in evals),
+                 surrogate="final-state score; not exact for " + ", ".join(inexact) if inexact else "")
 
 
 def goal_stage(v: Variables, goal: str) -> Stage | None:
@@ -178,11 +200,10 @@ def _break_node_symmetry(v: Variables, used: dict[int, cp_model.IntVar]) -> None
         v.symmetric.append(nodes)
 
 
-def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain], goal: str) -> list[Stage]:
+def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain], goal: str,
+                     terms: list[ObjectiveTerm]) -> list[Stage]:
     stages = placement_stages(v, groups)
-    score_expr, weights = score_terms(v, groups, domains)
-    v.coefficients = weights
-    score = Stage("score", score_expr, True, _eval_linear(weights))
+    score = score_stage(v, groups, domains, terms)
     goal_s = goal_stage(v, goal)
     if goal_s is None:
         return [*stages, score]

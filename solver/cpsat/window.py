@@ -33,10 +33,13 @@ from kplace.models.plan import Eviction, Placement, Plan
 from ortools.sat.python import cp_model
 
 from ..framework.config import Profile, SchedulerConfig, default_config
-from ..framework.plugin import CycleState
+from ..framework.encoding import EncodingContext, ObjectiveTerm
+from ..framework.plugin import CycleState, Plugin
 from ..framework.runtime import count_reasons, fit_error_message, run_filters, run_pre_filter
 from ..framework.state import ClusterState
 from ..greedy import GreedyScheduler, unimplemented_warnings
+from ..measure import measure
+from ..plugins import encodings
 from .constraints import (
     add_affinity,
     add_anti_affinity,
@@ -68,6 +71,7 @@ class CpsatOptions:
     on_progress: Callable[[float, float, float, str], None] | None = None
 
 
+SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
 
 
@@ -134,6 +138,7 @@ class CpsatScheduler:
         if self.opts.objective not in ("default", "pack", "balance"):
             raise ValueError(f"objective must be default, pack or balance, got {self.opts.objective!r}")
         self.state = ClusterState(index)
+        self._reference = self.state  # the current window's hint state (normalisation ranges are estimated there)
 
     # --- building blocks --------------------------------------------------------------------------
 
@@ -149,7 +154,7 @@ class CpsatScheduler:
         k = max(self.opts.scope * (1 if self.opts.objective == "default" else 2), 4 * group.size)
         if len(domain.nodes) <= k:
             return domain.nodes
-        order = np.argsort(-domain.coef, kind="stable")[:k]
+        order = np.argsort(-domain.rank, kind="stable")[:k]
         chosen = set(domain.nodes[order].tolist()) | set(hint)
         return np.array(sorted(chosen), dtype=np.int64)
 
@@ -205,7 +210,8 @@ class CpsatScheduler:
         add_spread(v, groups, match, defaults)
         claims = add_volumes(v, groups, lambda g: (p.name for p in self._profile(g.rep).at("filter")),
                              volume_hint or {})
-        stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective)
+        terms = self._score_terms(v, groups, match)
+        stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective, terms)
         v.add_hint(hint)
         volumes = claims.derive(hint) if claims.derive else {}
         started = time.perf_counter()
@@ -226,6 +232,11 @@ class CpsatScheduler:
             share = remaining * (stage.share if k < len(stages) - 1 else 1.0)
             (model.maximize if stage.maximize else model.minimize)(stage.expr)
             solver = self._solver(max(0.05, share))
+            if stage.surrogate:  # a surrogate's last fraction of a per cent is not worth the window's time, and
+                # its products tick deterministic time slower than wall time: half the share keeps it reproducible
+                solver.parameters.relative_gap_limit = SURROGATE_GAP
+                if self.opts.deterministic:
+                    solver.parameters.max_deterministic_time = max(0.05, share / 2)
             hook = self.opts.on_progress
             status = solver.solve(model, _Progress(hook, stage.name) if hook else None)
             if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -238,7 +249,7 @@ class CpsatScheduler:
                 optimal = False  # keep the previous stage's plan: it is valid and lexicographically as good
                 break
             value = round(solver.objective_value)
-            optimal &= status == cp_model.OPTIMAL
+            optimal &= status == cp_model.OPTIMAL and not stage.surrogate
             before = stage.evaluate(counts)
             if value < before if stage.maximize else value > before:
                 value = before  # the search did not get back to its hint in time: the hint's plan stands
@@ -246,10 +257,16 @@ class CpsatScheduler:
                 counts = {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
                           for g in groups}
                 volumes = claims.read(solver.value)
-            objective, bound = float(value), float(solver.best_objective_bound)
-            greedy_obj = float(stage.evaluate(reference))
-            entry = {"stage": stage.name, "status": solver.status_name(status), "objective": value,
-                     "bound": bound, "greedy": greedy_obj, "seconds": round(solver.wall_time, 4)}
+            if stage.surrogate:  # no status, objective or bound of a surrogate stands for the plan
+                entry = {"stage": stage.name, "status": "FEASIBLE", "surrogate": stage.surrogate,
+                         "surrogate_objective": value, "surrogate_bound": float(solver.best_objective_bound),
+                         "surrogate_greedy": float(stage.evaluate(reference)),
+                         "surrogate_optimum_proven": status == cp_model.OPTIMAL, "seconds": round(solver.wall_time, 4)}
+            else:
+                objective, bound = float(value), float(solver.best_objective_bound)
+                greedy_obj = float(stage.evaluate(reference))
+                entry = {"stage": stage.name, "status": solver.status_name(status), "objective": value,
+                         "bound": bound, "greedy": greedy_obj, "seconds": round(solver.wall_time, 4)}
             if (self.opts.deterministic and status != cp_model.OPTIMAL
                     and solver.wall_time >= solver.parameters.max_time_in_seconds * 0.99):
                 entry["limit"] = "wall-clock"  # stopped by the safety net: this stage is not reproducible
@@ -271,6 +288,22 @@ class CpsatScheduler:
                 if k == last:
                     bound = entry["bound"]
         return ComponentResult(counts, optimal, objective, bound, greedy_obj, info, volumes=volumes)
+
+    def _score_terms(self, v: Variables, groups: list[PodGroup], match: GroupMatcher) -> list[ObjectiveTerm]:
+        """Each state-dependent score plugin's objective term (`plugins.encodings`) for this model."""
+        profile = self._profile(groups[0].rep)
+        encoded = encodings()
+        out = []
+        for plugin in profile.at("score"):
+            encode = encoded.get(plugin.name)
+            if encode is None:
+                if type(plugin).normalize is not Plugin.normalize:  # normalised over nodes the final state decides
+                    out.append(ObjectiveTerm(plugin.name, 0, lambda _c: 0, note="normalised at the window's start"))
+                continue
+            term = encode(EncodingContext(v, plugin, profile.weights.get(plugin.name, 1), self._reference, match))
+            if term is not None:
+                out.append(term)
+        return out
 
     def _capacity_counts(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
                          v: Variables) -> dict[int, dict[int, int]]:
@@ -311,7 +344,9 @@ class CpsatScheduler:
         hint = _greedy_counts(groups, base.hint_state)
         reference = hint if base.greedy_state is base.hint_state else _greedy_counts(groups, base.greedy_state)
         volume_hint = {k: pv for a in base.hint_attempts.values() for k, pv in a.volume_bindings.items()}
-        domains = {g.gid: group_domain(self._profile(g.rep), self.state, g) for g in groups}
+        self._reference = base.hint_state
+        encoded = frozenset(encodings())
+        domains = {g.gid: group_domain(self._profile(g.rep), self.state, g, encoded) for g in groups}
         scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
         comps = self._components(groups, scope, GroupMatcher(self.index, groups))
         solved = self._solve_components(comps, domains, scope, hint, reference, volume_hint,
@@ -322,6 +357,23 @@ class CpsatScheduler:
         fallback = base.fallback_attempts
         fb_vec = _attempts_vector(pods, fallback)
         evictions: list = []
+        measures: dict[str, Any] = {}
+        if solved.ok and not _lex_less(cp_vec, fb_vec):
+            before, self.state = self.state, self.state.fork()
+            bindings: dict[int, dict[str, str]] = {}
+            for p in pods:  # queue order: the first pod of a claim reports its binding, as in greedy plans
+                if cpsat_nodes[p.idx] is not None:
+                    self.state.assume(p, cpsat_nodes[p.idx])
+                    bindings[p.idx] = self._reserve(p, cpsat_nodes[p.idx], solved.volumes)
+            status = "OPTIMAL" if solved.optimal else "FEASIBLE"
+            placements = self._placements(pods, cpsat_nodes, {}, bindings)
+            measures = self._measures(pods, cpsat_nodes, fallback, base.fallback_state)
+            goal_tied = self.opts.objective == "default" or solved.objective == solved.greedy_objective
+            if cp_vec == fb_vec and goal_tied and measures["cpsat"] < measures["greedy"] and not any(
+                    a.evictions for a in fallback.values()):
+                self.state = before  # greedy's plan scores better on the final state: it stands
+                solved.ok = False
+                measures["kept"] = "greedy (its score measure is higher)"
         if not solved.ok or _lex_less(cp_vec, fb_vec):
             # no CP-SAT plan as good as greedy's: the reordered greedy pass the search started from when it
             # beats greedy (a plan kube's filters accepted pod by pod), else greedy's plan
@@ -334,18 +386,24 @@ class CpsatScheduler:
             placements = self._placements(pods, {p.idx: chosen[p.idx].node for p in pods}, chosen,
                                           {p.idx: chosen[p.idx].volume_bindings for p in pods})
             evictions = [(victim, p, violates) for p in pods for victim, violates in chosen[p.idx].evictions]
-        else:
-            bindings: dict[int, dict[str, str]] = {}
-            for p in pods:  # queue order: the first pod of a claim reports its binding, as in greedy plans
-                if cpsat_nodes[p.idx] is not None:
-                    self.state.assume(p, cpsat_nodes[p.idx])
-                    bindings[p.idx] = self._reserve(p, cpsat_nodes[p.idx], solved.volumes)
-            status = "OPTIMAL" if solved.optimal else "FEASIBLE"
-            placements = self._placements(pods, cpsat_nodes, {}, bindings)
         window = {"pods": len(pods), "groups": len(groups), "components": len(comps), "status": status,
                   "objective": solved.objective, "bound": solved.bound, "greedy_objective": solved.greedy_objective,
                   "seconds": round(time.perf_counter() - started, 4), "stages": solved.stages}
+        if measures:
+            window["measure"] = measures
         return window, placements, evictions
+
+    def _measures(self, pods: list[PodInfo], nodes: dict[int, int | None], fallback: dict,
+                  fallback_state: ClusterState) -> dict[str, Any]:
+        """The score measure (`solver.measure`) of the window's pods in CP-SAT's plan (on the current state) and
+        in greedy's (on its state); computed once when the two plans put the same groups' pods on the same nodes."""
+        mine = [(p, nodes[p.idx]) for p in pods if nodes[p.idx] is not None]
+        theirs = [(p, fallback[p.idx].node) for p in pods if fallback[p.idx].node is not None]
+        m_cp = measure(self.config, self.state, mine)
+        same = sorted((p.idx, n) for p, n in mine) == sorted((p.idx, n) for p, n in theirs)
+        m_fb = m_cp if same else measure(self.config, fallback_state, theirs)
+        return {"cpsat": m_cp.total, "greedy": m_fb.total, "cpsat_per_plugin": m_cp.per_plugin,
+                "greedy_per_plugin": m_fb.per_plugin}
 
     def _greedy(self, pods: list[PodInfo], *, preemption: bool, config: SchedulerConfig | None = None,
                 explain: bool = True) -> tuple[ClusterState, dict]:

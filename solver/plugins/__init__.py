@@ -6,6 +6,7 @@ Each folder's `__init__` lists its plugin classes in `PLUGINS`; `registry()` col
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from functools import cache
 
@@ -22,4 +23,15 @@ def registry() -> dict[str, type[Plugin]]:
         module = importlib.import_module(f"{__name__}.{info.name}")
         for cls in getattr(module, "PLUGINS", ()):
             out[cls.name] = cls
+    return out
+
+
+@cache
+def encodings() -> dict[str, object]:
+    """Score plugin name → its CP-SAT objective term on final states (`framework.encoding.ScoreEncoding`), from
+    each folder's `encoding.ENCODINGS`. Plugins without one have static scores (per pod and node)."""
+    out: dict[str, object] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.ispkg and importlib.util.find_spec(f"{__name__}.{info.name}.encoding") is not None:
+            out.update(getattr(importlib.import_module(f"{__name__}.{info.name}.encoding"), "ENCODINGS", {}))
     return out

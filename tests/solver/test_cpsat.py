@@ -39,7 +39,10 @@ def test_cpsat_places_the_big_pod_that_greedy_spreading_strands():
     placed = _placed(cpsat)
     assert all(placed.values())
     assert placed["small-1"] == placed["small-2"] != placed["big"]
-    assert cpsat.windows[0]["status"] == "OPTIMAL"
+    # every pod placed is proven; the score stage is a surrogate of the measure, so the window claims no optimum
+    assert cpsat.windows[0]["stages"][0]["status"].startswith("OPTIMAL")
+    assert cpsat.windows[0]["status"] == "FEASIBLE"
+    assert "surrogate" in cpsat.windows[0]["stages"][-1]
 
 
 def test_a_window_greedy_leaves_short_starts_from_first_fit_decreasing_but_reports_greedys_count():
@@ -167,7 +170,7 @@ def test_a_domain_already_over_max_skew_still_lets_the_group_fill_the_other_doma
     plan = schedule_cpsat(build_state(nodes, bound, pods).index, options=OPTS)
     zones = sorted(n.split("-")[0] for n in _placed(plan).values() if n)
     assert zones == ["z2", "z3", "z3"]
-    assert plan.windows[0]["status"] == "OPTIMAL"
+    assert plan.windows[0]["stages"][0]["status"].startswith("OPTIMAL")
 
 
 def test_two_pods_wanting_the_same_host_port_never_share_a_node():

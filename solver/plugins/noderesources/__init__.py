@@ -34,7 +34,10 @@ class NodeResourcesFit(Plugin):
         return fit_filter(state, pod.idx, nodes, self.config.ignored_resources, self.config.ignored_groups)
 
     def score(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
-        req, alloc, inc = allocation(state, pod.idx, nodes, self._names, non_zero=True)
+        return self.score_of(*allocation(state, pod.idx, nodes, self._names, non_zero=True))
+
+    def score_of(self, req: np.ndarray, alloc: np.ndarray, inc: np.ndarray) -> np.ndarray:
+        """The configured strategy's score of rows of (requested incl. the pod, allocatable, included)."""
         if self.config.strategy == LEAST:
             return least_allocated(req, alloc, inc, self._weights)
         if self.config.strategy == MOST:

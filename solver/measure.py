@@ -1,0 +1,115 @@
+"""The score measure of a plan: how well its final state satisfies the profile's score plugins.
+
+For a plan P with final state S (the input state, minus P's evictions, plus every placement of P), each pod p
+that P places on node n is scored as kube-scheduler would score it if it were scheduled last into S:
+
+    m(p) = Σ_i w_i · N_i(s_i(p, · ; S ∖ p), F_p)[n]
+
+where S ∖ p is S with p taken out, F_p the nodes that pass the profile's filters for p in S ∖ p (every node,
+no `percentageOfNodesToScore` sampling; n itself is added when a plan order other than "last" placed p there,
+e.g. an affinity partner placed after it), s_i plugin i's raw score, N_i its NormalizeScore over F_p and w_i
+its weight in the profile. The measure of P is M(P) = Σ_{p placed by P} m(p), reported in total, per plugin
+(Σ_p w_i · N_i(...)[n]) and per pod.
+
+Every plan is judged by this one number: greedy's, CP-SAT's, a rebalance's, or a user's plan given to
+`kplace verify`. It is kube's own priorities as they play out: the 40th pod on a node sees the 39 before it.
+Pods identical to every plugin (`framework.identical`) on the same node have the same S ∖ p, so each
+(identity class, node) pair is scored once and counted as many times as it holds pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from kplace.models.index import ClusterIndex, PodInfo
+
+from .framework.config import SchedulerConfig
+from .framework.identical import identity_key, relevant_label_keys
+from .framework.plugin import CycleState
+from .framework.runtime import run_filters, run_pre_filter, run_scores
+from .framework.state import ClusterState
+
+
+@dataclass
+class ScoreMeasure:
+    total: int = 0
+    per_plugin: dict[str, int] = field(default_factory=dict)  # weighted points per score plugin
+    pods: int = 0
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.pods if self.pods else 0.0
+
+    def __add__(self, other: ScoreMeasure) -> ScoreMeasure:
+        plugins = {k: self.per_plugin.get(k, 0) + other.per_plugin.get(k, 0)
+                   for k in {*self.per_plugin, *other.per_plugin}}
+        return ScoreMeasure(self.total + other.total, plugins, self.pods + other.pods)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"total": self.total, "mean_per_pod": round(self.mean, 3), "pods": self.pods,
+                "per_plugin": dict(sorted(self.per_plugin.items()))}
+
+
+def pod_measure(config: SchedulerConfig, state: ClusterState, pod: PodInfo, node: int) -> tuple[int, dict[str, int]]:
+    """m(p) and its per-plugin parts for `pod`, which `state` has on `node` (restored before returning)."""
+    profile = config.profile_for(pod.spec.scheduler_name)
+    if profile is None:
+        return 0, {}
+    state.forget(pod)
+    try:
+        cycle = CycleState()
+        pre = run_pre_filter(profile, state, pod, cycle)
+        nodes = pre.candidates(state.index.tree_order)
+        out = run_filters(profile, state, pod, cycle, nodes, pre.skipped)
+        feasible = nodes[out.code == 0]
+        if not (feasible == node).any():
+            feasible = np.append(feasible, node)
+        per_plugin, totals = run_scores(profile, state, pod, cycle, feasible)
+        at = int(np.flatnonzero(feasible == node)[0])
+        parts = {name: int(s[at]) * profile.weights.get(name, 1) for name, s in per_plugin.items()}
+        return int(totals[at]), parts
+    finally:
+        state.assume(pod, node)
+
+
+def measure(config: SchedulerConfig, state: ClusterState, placed: Iterable[tuple[PodInfo, int]]) -> ScoreMeasure:
+    """M over `placed` ((pod, node) pairs that `state`, the final state, holds); `state` is left as it was."""
+    keys = relevant_label_keys(state.index)
+    classes: dict[tuple, list[int]] = {}  # (identity, node) → [pods, m, parts...]
+    out = ScoreMeasure()
+    memo: dict[tuple, tuple[int, dict[str, int]]] = {}
+    for pod, n in placed:
+        k = (identity_key(state.index, pod, keys), n)
+        hit = memo.get(k)
+        if hit is None:
+            hit = memo[k] = pod_measure(config, state, pod, n)
+            classes[k] = [0]
+        classes[k][0] += 1
+    for k, (count,) in classes.items():
+        total, parts = memo[k]
+        out.total += count * total
+        out.pods += count
+        for name, v in parts.items():
+            out.per_plugin[name] = out.per_plugin.get(name, 0) + count * v
+    return out
+
+
+def final_state(index: ClusterIndex, evicted: Iterable[str], placements: Iterable[tuple[str, str]]) -> ClusterState:
+    """The input state minus `evicted` pod keys plus `placements` ((pod key, node name) pairs)."""
+    state = ClusterState(index)
+    for key in evicted:
+        state.forget(index.pod_by_key[key])
+    for key, node in placements:
+        state.assume(index.pod_by_key[key], index.node_id[node])
+    return state
+
+
+def plan_measure(index: ClusterIndex, config: SchedulerConfig, plan, state: ClusterState | None = None) -> ScoreMeasure:
+    """M(plan) on the plan's final state (built from the plan unless given)."""
+    placements = [(p.pod, p.node) for p in plan.placements if p.node is not None]
+    if state is None:
+        state = final_state(index, (e.pod for e in plan.evictions), placements)
+    return measure(config, state, ((index.pod_by_key[k], index.node_id[n]) for k, n in placements))

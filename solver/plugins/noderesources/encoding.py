@@ -1,0 +1,189 @@
+"""CP-SAT objective terms of NodeResourcesFit's and NodeResourcesBalancedAllocation's scores on final loads.
+
+Both scores are functions of the node's final load alone (no normalisation), so a pod p on node n scores
+F(L_n), with L_n the node's requested resources in the final state (p included) and F the plugin's own
+integer function. The node's contribution to the measure is T_n = Σ_{p on n} F(L_n).
+
+- A node that one window group g can use: L_n = L⁰_n + k·r_g with k = y[g, n], so
+  T_n = k · F(L⁰_n + k·r_g), tabulated for k = 0..ub with the plugin's own function and encoded by
+  `framework.encoding.piecewise`: exact on every integer k. LeastAllocated (and BalancedAllocation as long as
+  the node's cpu and memory fractions do not cross) are concave in k — the tangent-line form, whose LP
+  relaxation is the table's interpolation; MostAllocated is convex — an element constraint.
+- A node several groups can use: the resources' weighted utilisation is one scalar,
+  u_n = Σ_r w_r L_nr / (A_nr Σw), and LeastAllocated ≈ 100(1 − u), MostAllocated ≈ 100u (kube's integer
+  floors dropped). With U_n = round(1000 u) as an integer expression of the y and C_n = Σ_g y[g, n],
+  T_n ≈ C_n(100 − U_n/10) resp. C_n U_n/10, one product variable P_n = C_n·U_n per node
+  (AddMultiplicationEquality). BalancedAllocation over cpu and memory is 100 − 50|f_cpu − f_mem|:
+  T_n ≈ 100 C_n − C_n·|D_n|/20 with D_n = 1000(f_cpu − f_mem), a second product. These are within one point of
+  the plugin's score per pod (rounding of per-mille loads and of kube's floors).
+  RequestedToCapacityRatio (and BalancedAllocation over more than two resources) on such a node keeps the
+  first-order coefficient: the score of one pod of g on n at the window's start.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...framework.encoding import SCALE, EncodingContext, LinearTerms, ObjectiveTerm, node_count, piecewise
+from .args import LEAST, MOST
+from .helpers import allocation_after
+
+
+def _table(ctx: EncodingContext, score_rows, gid: int, n: int, non_zero: bool, resources) -> list[int]:
+    """SCALE · weight · k · F(L⁰ + k·r) for k = 0..ub[g, n]."""
+    h = ctx.handle
+    g = h.groups[gid]
+    ub = h.ub[gid][n]
+    req, alloc, inc = allocation_after(h.state, g.rep.idx, n, resources, non_zero, ub)
+    per_pod = np.asarray(score_rows(req, alloc, inc), dtype=np.int64)
+    return [0, *(SCALE * ctx.weight * (k + 1) * int(s) for k, s in enumerate(per_pod.tolist()))]
+
+
+def _loads(ctx: EncodingContext, entries, n: int, resources, non_zero: bool):
+    """(L⁰, {gid: r_g}, allocatable, included) on node n: its load before the window and each group's request."""
+    h = ctx.handle
+    out, base, alloc, inc = {}, None, None, None
+    for g, _ in entries:
+        req2, a, i = allocation_after(h.state, g.rep.idx, n, resources, non_zero, 2)
+        out[g.gid] = req2[1] - req2[0]
+        if base is None:
+            base, alloc, inc = req2[0] - out[g.gid], a[0], i[0]
+    return base, out, np.where(alloc > 0, alloc, 1).astype(float), inc
+
+
+def _utilisation(ctx: EncodingContext, entries, n: int, resources, weights, non_zero: bool):
+    """(U⁰, {gid: d_g}) with U = U⁰ + Σ_g d_g·y[g, n] the weighted per-mille utilisation of node n."""
+    base, req, alloc, inc = _loads(ctx, entries, n, resources, non_zero)
+    w = np.where(inc, np.asarray(weights, dtype=float), 0.0)
+    if w.sum() <= 0:
+        return None
+    frac = w / (alloc * w.sum())
+    return (round(1000 * float((base * frac).sum())),
+            {gid: round(1000 * float((r * frac).sum())) for gid, r in req.items()})
+
+
+def _product(ctx: EncodingContext, entries, n: int, offset: int, coef: dict[int, int], name: str, absolute: bool):
+    """(P, value) with P = C·V, C = Σ y[g, n], V = offset + Σ coef_g y[g, n] (|·| of it when `absolute`)."""
+    h = ctx.handle
+    m = h.model
+    total_ub = sum(h.ub[g.gid][n] for g, _ in entries)
+    lin = offset + sum(coef[g.gid] * var for g, var in entries)
+    span = abs(offset) + sum(abs(coef[g.gid]) * h.ub[g.gid][n] for g, _ in entries)
+    c = m.new_int_var(0, total_ub, f"{name}_count_{n}")
+    m.add(c == sum(var for _, var in entries))
+    count = node_count(h, entries, n)
+
+    def linear(cs):
+        return offset + sum(coef[g.gid] * cs.get(g.gid, {}).get(n, 0) for g, _ in entries)
+
+    if absolute:
+        raw = m.new_int_var(-span, span, f"{name}_lin_{n}")
+        m.add(raw == lin)
+        val = m.new_int_var(0, span, f"{name}_abs_{n}")
+        m.add_abs_equality(val, raw)
+        h.aux_hints.append((raw, linear))
+        value = lambda cs: abs(linear(cs))  # noqa: E731
+    else:
+        val = m.new_int_var(-span, span, f"{name}_lin_{n}")
+        m.add(val == lin)
+        value = linear
+    p = m.new_int_var(-span * total_ub, span * total_ub, f"{name}_prod_{n}")
+    m.add_multiplication_equality(p, [c, val])
+    h.aux_hints.extend([(c, count), (val, value), (p, lambda cs: count(cs) * value(cs))])
+    return c, count, p, lambda cs: count(cs) * value(cs)
+
+
+def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
+    """NodeResourcesFit's score of every window pod on its node's final load (see the module doc)."""
+    plugin = ctx.plugin
+    names, weights = plugin._names, plugin._weights
+    strategy = plugin.config.strategy
+    h = ctx.handle
+    terms = LinearTerms()
+    exact = True
+    for n, entries in h.by_node.items():
+        if len(entries) == 1:
+            g, var = entries[0]
+            table = _table(ctx, plugin.score_of, g.gid, n, True, names)
+            count = node_count(h, entries, n)
+            if len(table) == 2:
+                terms.add(var, table[1], count)
+            else:
+                t, value = piecewise(h, var, table, f"fit_{n}", count)
+                terms.add(t, 1, value)
+            continue
+        util = _utilisation(ctx, entries, n, names, weights, True) if strategy in (LEAST, MOST) else None
+        if util is None:
+            exact = False
+            for g, var in entries:
+                first = _table(ctx, plugin.score_of, g.gid, n, True, names)
+                terms.add(var, first[1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
+            continue
+        exact = False
+        u0, d = util
+        c, count, p, pval = _product(ctx, entries, n, u0, d, "fit", absolute=False)
+        k = SCALE * ctx.weight
+        if strategy == LEAST:  # C(100 − U/10) in SCALE-ths: 100k·C − (k/10)·P
+            terms.add(c, 100 * k, count)
+            terms.add(p, -(k // 10), pval)
+        else:  # C·U/10
+            terms.add(p, k // 10, pval)
+    return terms.term("NodeResourcesFit", exact=exact,
+                      note="" if exact else "nodes shared by several groups: per-mille load products")
+
+
+def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
+    """NodeResourcesBalancedAllocation's score of every window pod on its node's final load (module doc)."""
+    plugin = ctx.plugin
+    resources = plugin.resources
+    h = ctx.handle
+    terms = LinearTerms()
+    exact = True
+
+    def scorer(req, alloc, inc):
+        from .scoring import balanced_allocation
+
+        return balanced_allocation(req, alloc, inc)
+
+    for n, entries in h.by_node.items():
+        scored = [(g, var) for g, var in entries if (h.state.index.pod_req[g.rep.idx] > 0).any()
+                  and _requests_any(h, g, resources)]
+        if not scored:
+            continue
+        if len(scored) == 1:
+            g, var = scored[0]
+            table = _table(ctx, scorer, g.gid, n, False, resources)
+            count = node_count(h, scored, n)
+            if len(table) == 2:
+                terms.add(var, table[1], count)
+            else:
+                t, value = piecewise(h, var, table, f"balanced_{n}", count)
+                terms.add(t, 1, value)
+            continue
+        exact = False
+        if len(resources) != 2:
+            for g, var in scored:
+                first = _table(ctx, scorer, g.gid, n, False, resources)
+                terms.add(var, first[1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
+            continue
+        base, req, alloc, _ = _loads(ctx, scored, n, resources, False)  # D = 1000 (f_0 − f_1), actual requests
+        d0 = round(1000 * (base[0] / alloc[0] - base[1] / alloc[1]))
+        e = {gid: round(1000 * (r[0] / alloc[0] - r[1] / alloc[1])) for gid, r in req.items()}
+        c, count, p, pval = _product(ctx, scored, n, d0, e, "balanced", absolute=True)
+        k = SCALE * ctx.weight  # C(100 − |D|/20) in SCALE-ths = 100k·C − (k/20)·P
+        terms.add(c, 100 * k, count)
+        terms.add(p, -(k // 20), pval)
+    return terms.term("NodeResourcesBalancedAllocation", exact=exact,
+                      note="" if exact else "nodes shared by several groups: per-mille load products")
+
+
+def _requests_any(h, g, resources) -> bool:
+    """BalancedAllocation's PreScore: skip pods requesting none of the configured resources."""
+    from .helpers import pod_requests
+
+    return bool(pod_requests(h.state.index, g.rep.idx, resources, non_zero=False).any())
+
+
+assert SCALE % 20 == 0, "the product forms divide SCALE by 10 and 20"
+
+ENCODINGS = {"NodeResourcesFit": fit_term, "NodeResourcesBalancedAllocation": balanced_term}
