@@ -11,6 +11,7 @@ takes them from the plugin's own Score at the window's start.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,6 +35,15 @@ class ModelHandle(Protocol):
     ub: dict[int, dict[int, int]]
     by_node: dict[int, list[tuple[Any, Any]]]  # node → [(group, variable)]
     aux_hints: list[tuple[Any, Callable[[Counts], int]]]
+
+    def domains(self, gid: int, key: str) -> dict[int, list[Any]]:
+        """Value id of label `key` → g's variables on nodes with that value."""
+
+    def domain_ub(self, gid: int, key: str, value: int) -> int:
+        """The most pods of g that domain (key, value) can hold."""
+
+    def hinted_domain(self, counts: Counts, gid: int, key: str, value: int) -> int:
+        """g's pods in domain (key, value) under `counts`."""
 
 
 @dataclass
@@ -82,35 +92,62 @@ class LinearTerms:
                              lambda c: sum(k * f(c) for k, f in zip(coefs, evals, strict=True)), exact, note)
 
 
+TOLERANCE = 0.01  # lines are used while they undervalue no count by more than this share of the table's span
+DENSE = 16  # counts up to this get a breakpoint each; beyond, breakpoints grow by half each time
+
+
+def breakpoints(size: int) -> list[int]:
+    """0..DENSE, then ⌈1.5×⌉ steps, and size − 1: where a shaped `piecewise` puts its lines."""
+    out, k = list(range(min(size, DENSE + 1))), DENSE
+    while k < size - 1:
+        k = min(size - 1, math.ceil(k * 1.5))
+        out.append(k)
+    return out
+
+
 def piecewise(handle: ModelHandle, expr: Any, values: list[int], name: str, count: Callable[[Counts], int],
               maximize: bool = True) -> tuple[Any, Callable[[Counts], int]]:
-    """A variable t = values[x] for the integer expression x = `expr` ∈ [0, len(values) − 1].
+    """A variable t = f(x) for the integer expression x = `expr` ∈ [0, len(values) − 1], f(k) = values[k].
 
-    When the sequence is concave (maximised) or convex (minimised), t is bounded by the lines through
-    consecutive points, t ≤ v_k + (v_{k+1} − v_k)(x − k) for every k (≥ when minimised): at every integer x the
-    tightest line passes through v_x, so the optimum sets t = v_x exactly and the LP relaxation is the
-    sequence's own interpolation. Otherwise t = values[x] through an element constraint. `count` evaluates x
-    on counts; the returned function evaluates t."""
+    When the sequence is concave (maximised) or convex (minimised) — up to TOLERANCE, for kube's integer floors —
+    t is bounded by the lines through consecutive breakpoints b_i (`breakpoints`: every count up to DENSE, then
+    sparser), t ≤ v_{b_i} + (v_{b_{i+1}} − v_{b_i})(x − b_i)/(b_{i+1} − b_i) (≥ when minimised): the optimum sets
+    t to the tightest line at x, which is f itself on every breakpoint of a concave f and errs on the side of
+    the optimisation elsewhere (below f when maximised); the LP relaxation is that interpolation.
+    Otherwise t = values[x] through an element constraint. `count` evaluates x on counts; the returned
+    function evaluates t the same way the model does."""
     model = handle.model
-    lo, hi = min(values), max(values)
-    t = model.new_int_var(lo, hi, name)
-    diffs = [b - a for a, b in itertools.pairwise(values)]
-    shaped = all(d2 <= d1 for d1, d2 in itertools.pairwise(diffs)) if maximize else \
-        all(d2 >= d1 for d1, d2 in itertools.pairwise(diffs))
-    if shaped:
-        for k, d in enumerate(diffs):
-            line = values[k] + d * (expr - k)
-            model.add(t <= line) if maximize else model.add(t >= line)
-        if len(values) == 1:
+    points = breakpoints(len(values))
+    segments = list(itertools.pairwise(points))
+    sign = 1 if maximize else -1
+    table = list(values)
+    if segments:  # what the lines allow at each count: min (max when minimised) over every line
+        for k in range(len(values)):
+            best = None
+            for a, b in segments:
+                num = values[a] * (b - a) + (values[b] - values[a]) * (k - a)
+                at = num // (b - a) if maximize else -(-num // (b - a))
+                best = at if best is None else (min(best, at) if maximize else max(best, at))
+            table[k] = best
+    off = max((sign * (v - t) for v, t in zip(values, table, strict=True)), default=0)
+    span = max(values) - min(values)
+    if off <= TOLERANCE * span:  # concave (convex) up to kube's integer floors: lines, whose LP is tight
+        t = model.new_int_var(min(table), max(table), name)
+        for a, b in segments:
+            line = values[a] * (b - a) + (values[b] - values[a]) * (expr - a)  # (b − a)·t against it
+            model.add((b - a) * t <= line) if maximize else model.add((b - a) * t >= line)
+        if not segments:
             model.add(t == values[0])
     else:
+        table = list(values)
+        t = model.new_int_var(min(table), max(table), name)
         x = model.new_int_var(0, len(values) - 1, f"{name}_x")
         model.add(x == expr)
         model.add_element(x, values, t)
         handle.aux_hints.append((x, lambda c: min(count(c), len(values) - 1)))
 
     def value(c: Counts) -> int:
-        return values[min(count(c), len(values) - 1)]
+        return table[min(count(c), len(table) - 1)]
 
     handle.aux_hints.append((t, value))
     return t, value

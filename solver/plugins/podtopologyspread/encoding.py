@@ -1,0 +1,100 @@
+"""CP-SAT objective term of PodTopologySpread's score (ScheduleAnyway and the system default constraints) on the
+window's final domain counts.
+
+kube scores pod p on node n as raw(n) = Σ_c cnt_c(n)·w_c + (maxSkew_c − 1), w_c = ln(#domains_c + 2), and
+normalises 100·(max + min − raw)/max over the nodes p could use. In the final state with p taken out,
+cnt_c(n) = C_d − [p matches c] for n's domain d, where C_d counts the pods matching c's selector in d. Against
+a fixed max (estimated from the hint's final state, `EncodingContext.reference`), each placed carrier of c
+loses 100·w_c/max points per other matching pod in its domain, so the window's loss is
+
+    Σ_c (100·w_c / max_c) · Σ_d φ · Z_d (B_d + Z_d − 1),   Z_d = Σ_{h matching c} Σ_{n ∈ d} y[h, n],
+
+with B_d the bound pods matching c in d and φ = (carriers' pods that match c) / (window pods matching c):
+exact in Z_d when every window pod matching c carries c (a Deployment's replicas), a pro-rata share
+otherwise. Z(B + Z − 1) is convex, so its negation is encoded by tangent lines (`piecewise`): exact at integer
+counts. Carriers that do not match their own selector lose 100·w_c/max per bound pod in their domain: a linear
+term. The estimated max (kube's min term is left out) is what keeps this a surrogate of the measure.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...framework.encoding import SCALE, EncodingContext, LinearTerms, ObjectiveTerm, piecewise
+from .spread import has_all_keys, included, matching_per_node, pod_constraints, score_state
+
+
+def spread_term(ctx: EncodingContext) -> ObjectiveTerm | None:
+    h, plugin = ctx.handle, ctx.plugin
+    index = h.state.index
+    carriers: dict[tuple, list] = {}  # (namespace, selector, key) → [(group, constraint)]
+    max_raw: dict[int, float] = {}
+    for g in h.groups.values():
+        if not h.y[g.gid]:
+            continue
+        constraints = pod_constraints(index, g.rep, "ScheduleAnyway", plugin.default_constraints)
+        if not constraints:
+            continue
+        require_all = bool(g.rep.spread_constraints) or not plugin.system_defaulted
+        nodes = np.flatnonzero(has_all_keys(index, constraints)).astype(np.int64)
+        if len(nodes) == 0:
+            continue
+        max_raw[g.gid] = float(score_state(ctx.reference, g.rep, constraints, require_all, nodes).raw.max())
+        for c in constraints:
+            carriers.setdefault((g.rep.namespace, c.selector, c.key), []).append((g, c))
+    terms = LinearTerms()
+    for (namespace, selector, key), members in carriers.items():
+        g0, c = members[0]
+        ids, values = index.label_column(key)
+        eligible = included(index, g0.rep, c, ids >= 0)
+        n_domains = int(eligible.sum()) if key == "kubernetes.io/hostname" else len(np.unique(ids[eligible]))
+        w = math.log(n_domains + 2)
+        bound = np.bincount(ids[eligible], weights=matching_per_node(h.state, g0.rep, c)[eligible],
+                            minlength=len(values)).astype(np.int64)
+        matched = [] if c.selector.empty or c.selector.nothing else ctx.matcher.selector(namespace, selector)
+        matched = [m for m in matched if h.y.get(m.gid)]
+        matched_ids = {m.gid for m in matched}
+        own = sum(g.size for g, _ in members if g.gid in matched_ids)
+        share = own / sum(m.size for m in matched) if matched else 0.0
+        rate = {g.gid: SCALE * ctx.weight * 100 * w / max_raw[g.gid] for g, _ in members if max_raw.get(g.gid, 0) > 0}
+        if not rate:
+            continue
+        coef = sum(rate.values()) / len(rate)
+        for g, _ in members:  # carriers outside the matched set: a pod per bound match in the domain
+            if g.gid in matched_ids or g.gid not in rate:
+                continue
+            for v, ys in h.domains(g.gid, key).items():
+                for var in ys:
+                    terms.add(var, -round(rate[g.gid] * bound[v]), _var_count(h, g.gid, var))
+        if not matched or share <= 0:
+            continue
+        per_domain: dict[int, list] = {}
+        for m in matched:
+            for v, ys in h.domains(m.gid, key).items():
+                if eligible[np.flatnonzero(ids == v)].any():
+                    per_domain.setdefault(v, []).extend((m.gid, var) for var in ys)
+        for v, entries in per_domain.items():
+            ub = sum(h.domain_ub(gid, key, v) for gid in {gid for gid, _ in entries})
+            b = int(bound[v])
+            values_k = [-round(coef * share * k * (b + k - 1)) for k in range(ub + 1)]
+            if all(x == 0 for x in values_k):
+                continue
+            expr = sum(var for _, var in entries)
+            gids = {gid for gid, _ in entries}
+
+            def count(cs, gids=gids, key=key, v=v):
+                return sum(h.hinted_domain(cs, gid, key, v) for gid in gids)
+
+            t, value = piecewise(h, expr, values_k, f"spread_{len(h.aux_hints)}", count)
+            terms.add(t, 1, value)
+    return terms.term("PodTopologySpread", note="normalised by the hint's maximum")
+
+
+def _var_count(h, gid: int, var):
+    node = next(n for n, x in h.y[gid].items() if x is var)
+    return lambda cs: cs.get(gid, {}).get(node, 0)
+
+
+ENCODINGS = {"PodTopologySpread": spread_term}
