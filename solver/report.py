@@ -16,17 +16,22 @@ def render_plan(plan: Plan, limit: int = 50) -> None:
     console.print(f"[bold]{plan.engine}[/]: {s['placed']}/{s['pods']} pods placed, {s['unplaced']} unplaced, "
                   f"{s['evictions']} evictions, {s['seconds']:.3f}s")
     if plan.windows:
-        t = Table(title="Windows (status: OPTIMAL proved, FEASIBLE improved, FALLBACK greedy's plan)",
+        t = Table(title="Windows (status: OPTIMAL proved, FEASIBLE at least greedy's, FALLBACK greedy's plan; "
+                        "objective: pods placed, or the goal; score measure: the window pods' on the final state)",
                   title_justify="left")
-        for c in ("#", "pods", "groups", "models", "status", "objective", "vs greedy", "gap", "s"):
+        for c in ("#", "pods", "groups", "models", "status", "objective", "vs greedy", "gap", "score measure",
+                  "vs greedy", "s"):
             t.add_column(c, justify="left" if c == "status" else "right")
         for i, w in enumerate(plan.windows):
             obj, bound, greedy = w["objective"], w["bound"], w["greedy_objective"]
             fallback = w["status"] == "FALLBACK"
             gap = "-" if fallback else f"{abs(bound - obj) / max(1.0, abs(bound)):.2%}"
             delta = "-" if fallback else f"{obj - greedy:+g}"
+            m = w.get("measure")
+            measure = f"{m['cpsat']:,}" if m else "-"
+            m_delta = f"{m['cpsat'] - m['greedy']:+,}" if m else "-"
             t.add_row(str(i), str(w["pods"]), str(w["groups"]), str(w["components"]), w["status"],
-                      f"{obj:g}", delta, gap, f"{w['seconds']:.2f}")
+                      f"{obj:g}", delta, gap, measure, m_delta, f"{w['seconds']:.2f}")
         console.print(t)
     t = Table(title="Placements", title_justify="left")
     t.add_column("pod")

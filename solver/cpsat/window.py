@@ -71,7 +71,8 @@ class CpsatOptions:
     on_progress: Callable[[float, float, float, str], None] | None = None
 
 
-SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound
+SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
+SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds)
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
 
 
@@ -235,8 +236,11 @@ class CpsatScheduler:
             if stage.surrogate:  # a surrogate's last fraction of a per cent is not worth the window's time, and
                 # its products tick deterministic time slower than wall time: half the share keeps it reproducible
                 solver.parameters.relative_gap_limit = SURROGATE_GAP
+                effort = SURROGATE_EFFORT[0] + len(model.proto.variables) / SURROGATE_EFFORT[1]
                 if self.opts.deterministic:
-                    solver.parameters.max_deterministic_time = max(0.05, share / 2)
+                    solver.parameters.max_deterministic_time = max(0.05, min(share / 2, effort))
+                else:
+                    solver.parameters.max_time_in_seconds = max(0.05, min(share, 2 * effort))
             hook = self.opts.on_progress
             status = solver.solve(model, _Progress(hook, stage.name) if hook else None)
             if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
