@@ -93,6 +93,17 @@ def _product(ctx: EncodingContext, entries, n: int, offset: int, coef: dict[int,
     return c, count, p, lambda cs: count(cs) * value(cs)
 
 
+def _single(ctx: EncodingContext, terms: LinearTerms, entries, n: int, table: list[int], name: str) -> None:
+    """The exact term of a node one group can use: table[y] (linear when y is a boolean)."""
+    _, var = entries[0]
+    count = node_count(ctx.handle, entries, n)
+    if len(table) == 2:
+        terms.add(var, table[1], count)
+    else:
+        t, value = piecewise(ctx.handle, var, table, f"{name}_{n}", count)
+        terms.add(t, 1, value)
+
+
 def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     """NodeResourcesFit's score of every window pod on its node's final load (see the module doc)."""
     plugin = ctx.plugin
@@ -103,14 +114,7 @@ def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     exact = True
     for n, entries in h.by_node.items():
         if len(entries) == 1:
-            g, var = entries[0]
-            table = _table(ctx, plugin.score_of, g.gid, n, True, names)
-            count = node_count(h, entries, n)
-            if len(table) == 2:
-                terms.add(var, table[1], count)
-            else:
-                t, value = piecewise(h, var, table, f"fit_{n}", count)
-                terms.add(t, 1, value)
+            _single(ctx, terms, entries, n, _table(ctx, plugin.score_of, entries[0][0].gid, n, True, names), "fit")
             continue
         util = _utilisation(ctx, entries, n, names, weights, True) if strategy in (LEAST, MOST) else None
         if util is None:
@@ -151,14 +155,7 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
         if not scored:
             continue
         if len(scored) == 1:
-            g, var = scored[0]
-            table = _table(ctx, scorer, g.gid, n, False, resources)
-            count = node_count(h, scored, n)
-            if len(table) == 2:
-                terms.add(var, table[1], count)
-            else:
-                t, value = piecewise(h, var, table, f"balanced_{n}", count)
-                terms.add(t, 1, value)
+            _single(ctx, terms, scored, n, _table(ctx, scorer, scored[0][0].gid, n, False, resources), "balanced")
             continue
         exact = False
         if len(resources) != 2:
