@@ -38,6 +38,7 @@ FAMILIES = [
     ("perf-preferred-pod-affinity 200 nodes, 200 pods", "perf-preferred-pod-affinity", 200, 200, {}),
     ("perf-preferred-pod-anti-affinity 20 nodes, 9 pods", "perf-preferred-pod-anti-affinity", 20, 9, {}),
     ("dcm 200 nodes at 50 % load, 300 pods", "dcm", 200, 300, {"fill": "50"}),
+    ("preferred affinity and anti-affinity, 20 nodes, 21 pods", "preferred-affinity", 20, 21, {}),
     ("instances/demo-cluster.json", ROOT / "instances" / "demo-cluster.json", None, None, {}),
 ]
 

@@ -379,6 +379,44 @@ def _fragmentation(nodes: int | None, pods: int | None, seed: int, params: dict[
                             "kplace.io/large-pods": str(n_large), "kplace.io/seed": str(seed)})
 
 
+# --- preferred-affinity -------------------------------------------------------------------------------------
+# Every pod fits (about half the cluster's cpu): where pods go is decided by kube's scores alone. Three zones;
+# `web` replicas prefer other hosts than their siblings (hostname anti-affinity, weight 100); `api` pods,
+# queued before the caches they want, prefer a zone with a `cache` pod (weight 80); `batch` pods prefer hosts
+# without `web` (weight 50). Node sizes and pod requests vary with the seed.
+
+
+def _preferred(app: str, key: str, weight: int, anti: bool) -> Obj:
+    kind = "podAntiAffinity" if anti else "podAffinity"
+    return {"affinity": {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": weight, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}}]}}}
+
+
+def _preferred_affinity(nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
+    _parse_params("preferred-affinity", [], params)
+    n_nodes = 20 if nodes is None else nodes
+    n_pods = n_nodes if pods is None else pods
+    rng = random.Random(seed)
+    items: list[Obj] = [_namespace("pref")]
+    for i in range(n_nodes):
+        cpu = rng.choice([4, 8, 8, 16])
+        items.append(_node(f"pref-node-{i:04d}", {"cpu": str(cpu), "memory": f"{4 * cpu}Gi", "pods": "110"},
+                           {ZONE: f"zone-{i % 3}"}))
+    share = {"web": 0.4, "api": 0.2, "cache": 0.15, "batch": 0.25}
+    counts = dict(zip(share, _split(max(n_pods, 4), list(map(lambda f: round(100 * f), share.values()))),
+                      strict=True))
+    specs = {"web": _preferred("web", HOSTNAME, 100, True), "api": _preferred("cache", ZONE, 80, False),
+             "cache": {}, "batch": _preferred("web", HOSTNAME, 50, True)}
+    k = 0
+    for app in ("web", "api", "cache", "batch"):
+        for i in range(counts[app]):
+            cpu = rng.choice([250, 500, 1000, 2000])
+            items.append(_pod(f"{app}-{i:04d}", "pref", {"cpu": f"{cpu}m", "memory": f"{cpu // 2}Mi"}, created=k,
+                              labels={"app": app}, extra_spec=specs[app]))
+            k += 1
+    return _as_list(items, {"kplace.io/generator": "preferred-affinity", "kplace.io/seed": str(seed)})
+
+
 # --- spread-zones -------------------------------------------------------------------------------------------
 # Zones of very different sizes (node counts ∝ zones, zones−1, ..., 1); the smaller half of the zones is
 # nearly full of bound filler pods. Pending apps spread over zones with DoNotSchedule (maxSkew 1 or 2), some
@@ -704,6 +742,8 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
             "node already used by running pods (±25 points per node)", _dcm),
     "fragmentation": ("trap: small ~1 CPU pods first (spread two per 8-CPU node), then 7-CPU pods that only fit on "
                       "emptier nodes (param large)", _fragmentation),
+    "preferred-affinity": ("every pod fits; web replicas prefer separate hosts, api pods prefer a zone with a cache "
+                           "pod (queued after them), batch pods prefer hosts without web", _preferred_affinity),
     "spread-zones": ("zone spread (DoNotSchedule) over unequal zones, the smaller ones nearly full (param zones)",
                      _spread_zones),
     "priority-overload": ("3 PriorityClasses, bound low-priority pods, pending demand beyond capacity "
