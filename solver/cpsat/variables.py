@@ -42,6 +42,7 @@ class Variables:
         self.placed: dict[int, cp_model.LinearExprT] = {}
         self._domain: dict[tuple[int, str], dict[int, list[cp_model.IntVar]]] = {}
         self._presence: dict[tuple[int, str, int], cp_model.IntVar] = {}
+        self._occupied: dict[tuple[int, int], cp_model.IntVar] = {}
         self.symmetric: list[list[int]] = []
         """Classes of interchangeable nodes (see `objective._break_node_symmetry`); hints are relabelled so
         that, within a class, the used nodes come first."""
@@ -63,6 +64,21 @@ class Variables:
             self.placed[g.gid] = cp_model.LinearExpr.sum(list(ys.values())) if ys else 0
             if ys and sum(ubs.values()) > g.size:
                 model.add(self.placed[g.gid] <= g.size)
+
+    def occupied(self, gid: int, n: int):
+        """A literal that is 1 whenever some pod of g is on n: y itself when at most one fits, else a new boolean
+        with y ≤ ub · o (cached per (g, n))."""
+        lit = self._occupied.get((gid, n))
+        if lit is None:
+            var, ub = self.y[gid][n], self.ub[gid][n]
+            if ub <= 1:
+                lit = var
+            else:
+                lit = self.model.new_bool_var(f"occ_{gid}_{n}")
+                self.model.add(var <= ub * lit)
+                self.aux_hints.append((lit, lambda c, gid=gid, n=n: int(c.get(gid, {}).get(n, 0) > 0)))
+            self._occupied[(gid, n)] = lit
+        return lit
 
     def cap_per_node(self, gid: int, cap: int) -> None:
         """Tighten y[g, n] ≤ cap (e.g. 1 for hostname anti-affinity of a group with itself)."""

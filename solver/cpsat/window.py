@@ -40,16 +40,7 @@ from ..framework.state import ClusterState
 from ..greedy import GreedyScheduler, unimplemented_warnings
 from ..measure import measure
 from ..plugins import encodings
-from .constraints import (
-    add_affinity,
-    add_anti_affinity,
-    add_capacity,
-    add_host_ports,
-    add_spread,
-    add_volumes,
-    rule_edges,
-    spread_defaults,
-)
+from .builder import post_constraints
 from .domains import GroupDomain, group_domain
 from .groups import GroupMatcher, PodGroup, group_pods
 from .objective import Stage, objective_stages
@@ -164,7 +155,9 @@ class CpsatScheduler:
         """Connected components of the graph joining groups tied by a rule (networkx) or a shared node."""
         graph = nx.Graph()
         graph.add_nodes_from(g.gid for g in groups)
-        graph.add_edges_from(rule_edges(self.index, match))
+        for encoding in encodings().values():
+            if encoding.ties is not None:
+                graph.add_edges_from(encoding.ties(self.index, match))
         first: dict[int, int] = {}  # groups sharing a node meet there: each joins the node's first group
         shared: set[tuple[int, int]] = set()
         for g in groups:
@@ -203,14 +196,7 @@ class CpsatScheduler:
         model = cp_model.CpModel()
         v = Variables(model, self.state, groups, scope)
         match = GroupMatcher(self.index, groups)
-        add_host_ports(v, groups)
-        add_anti_affinity(v, groups, match)
-        add_capacity(v)
-        add_affinity(v, groups, match)
-        defaults = spread_defaults(self._profile(groups[0].rep))
-        add_spread(v, groups, match, defaults)
-        claims = add_volumes(v, groups, lambda g: (p.name for p in self._profile(g.rep).at("filter")),
-                             volume_hint or {})
+        claims = post_constraints(v, groups, match, self._profile, volume_hint or {})
         terms = self._score_terms(v, groups, match)
         stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective, terms)
         v.add_hint(hint)
@@ -299,7 +285,7 @@ class CpsatScheduler:
         encoded = encodings()
         out = []
         for plugin in profile.at("score"):
-            encode = encoded.get(plugin.name)
+            encode = encoded[plugin.name].score if plugin.name in encoded else None
             if encode is None:
                 if type(plugin).normalize is not Plugin.normalize:  # normalised over nodes the final state decides
                     out.append(ObjectiveTerm(plugin.name, 0, lambda _c: 0, note="normalised at the window's start"))
@@ -349,7 +335,7 @@ class CpsatScheduler:
         reference = hint if base.greedy_state is base.hint_state else _greedy_counts(groups, base.greedy_state)
         volume_hint = {k: pv for a in base.hint_attempts.values() for k, pv in a.volume_bindings.items()}
         self._reference = base.hint_state
-        encoded = frozenset(encodings())
+        encoded = frozenset(name for name, e in encodings().items() if e.score is not None)
         domains = {g.gid: group_domain(self._profile(g.rep), self.state, g, encoded) for g in groups}
         scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
         comps = self._components(groups, scope, GroupMatcher(self.index, groups))

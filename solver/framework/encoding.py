@@ -1,11 +1,16 @@
-"""The seam between a score plugin and the CP-SAT model: its term of the objective on the window's final state.
+"""The seam between a plugin and the CP-SAT model of a window (`PluginEncoding`, one per plugin folder).
 
-A window model has count variables y[g, n] (pods of group g on node n; `ModelHandle`). A plugin whose score
-depends on where the other window pods go (node loads, domain counts) contributes an `ObjectiveTerm`: a linear
-expression over y and auxiliary variables it creates, in `SCALE`-ths of the plugin's weighted, normalised
-points summed over the window's pods, and the same quantity evaluated on plain counts (for hints and reports).
-Static scores (per (pod, node), independent of the other window pods) need no encoding: the model builder
-takes them from the plugin's own Score at the window's start.
+A window model has count variables y[g, n] (pods of group g on node n; `ModelHandle`). A plugin contributes what
+applies of:
+- `ties(index, matcher)`: pairs of groups its hard rules tie together, edges of the networkx graph whose
+  connected components are solved as independent models;
+- `constrain(ctx)`: its cross-pod predicates as constraints over the final state (node-local predicates need
+  none: they prune domains through the plugin's own Filter);
+- `score(ctx)`: when its score depends on where the other window pods go (node loads, domain counts), an
+  `ObjectiveTerm`: a linear expression over y and auxiliary variables it creates, in `SCALE`-ths of the plugin's
+  weighted, normalised points summed over the window's pods, and the same quantity evaluated on plain counts
+  (for hints and reports). Static scores (per (pod, node), independent of the other window pods) need no
+  encoding: the model builder takes them from the plugin's own Score at the window's start.
 """
 
 from __future__ import annotations
@@ -66,6 +71,23 @@ class ObjectiveTerm:
 
 class ScoreEncoding(Protocol):
     def __call__(self, ctx: EncodingContext) -> ObjectiveTerm | None: ...
+
+
+@dataclass
+class ConstraintContext:
+    handle: ModelHandle
+    groups: list[Any]  # the model's PodGroups
+    matcher: Any  # cpsat.groups.GroupMatcher over them
+    profile: Any  # the profile of the model's pods (framework.config.Profile)
+    filters: dict[int, set[str]]  # gid → the filter plugins enabled for that group's pods
+    volume_hint: dict[str, str] = field(default_factory=dict)  # claim key → the hint's PV (or DYNAMIC)
+
+
+@dataclass(frozen=True)
+class PluginEncoding:
+    ties: Callable[[Any, Any], set[tuple[int, int]]] | None = None
+    constrain: Callable[[ConstraintContext], Any] | None = None  # may return what the engine reads back
+    score: ScoreEncoding | None = None
 
 
 @dataclass

@@ -28,8 +28,8 @@ def registry() -> dict[str, type[Plugin]]:
 
 @cache
 def encodings() -> dict[str, object]:
-    """Score plugin name → its CP-SAT objective term on final states (`framework.encoding.ScoreEncoding`), from
-    each folder's `encoding.ENCODINGS`. Plugins without one have static scores (per pod and node)."""
+    """Plugin name → its CP-SAT encoding (`framework.encoding.PluginEncoding`), from each folder's
+    `encoding.ENCODINGS`, in folder order. Plugins without one have only node-local filters and static scores."""
     out: dict[str, object] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.ispkg and importlib.util.find_spec(f"{__name__}.{info.name}.encoding") is not None:

@@ -4,7 +4,8 @@ pieces (groups, domains, variables, constraints, staged lexicographic objective)
 The cluster is *relaxed*: every movable pod is turned back into a pending pod (its `nodeName` cleared), so the
 CP-SAT engine's machinery applies unchanged — pinned pods are the constants, movable and pending pods the
 groups of identical pods, `y[g, n]` how many of group g end on node n, and every hard rule (capacity, ports,
-anti-affinity, affinity, DoNotSchedule spread) holds in the final state. Movable groups are split by move
+anti-affinity, affinity, DoNotSchedule spread, volumes: the window engine's `cpsat.builder`) holds in the final
+state. Movable groups are split by move
 cost and must be placed in full (`placed[g] = |g|`: nobody is evicted without a destination). With
 `cur[g, n]` the group's pods now on n, a stay variable `0 ≤ s[g, n] ≤ min(cur[g, n], y[g, n])` counts those
 that stay, so the group's moves are `|g| − Σ_n s[g, n]` (identical pods are interchangeable).
@@ -33,14 +34,7 @@ import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
 from ortools.sat.python import cp_model
 
-from ..cpsat.constraints import (
-    add_affinity,
-    add_anti_affinity,
-    add_capacity,
-    add_host_ports,
-    add_spread,
-    spread_defaults,
-)
+from ..cpsat.builder import post_constraints
 from ..cpsat.domains import group_domain
 from ..cpsat.groups import GroupMatcher, PodGroup, group_pods
 from ..cpsat.objective import Stage, goal_stage, placement_stages
@@ -172,11 +166,7 @@ def solve(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts: Re
     model = cp_model.CpModel()
     v = Variables(model, state, groups, scope)
     match = GroupMatcher(rel, groups)
-    add_host_ports(v, groups)
-    add_anti_affinity(v, groups, match)
-    add_capacity(v)
-    add_affinity(v, groups, match)
-    add_spread(v, groups, match, spread_defaults(_profile(config, groups[0].rep)))
+    post_constraints(v, groups, match, lambda pod: _profile(config, pod), {})
 
     # movable pods are all placed; stays and moves
     stays: dict[int, dict[int, cp_model.IntVar]] = {}

@@ -23,11 +23,23 @@ surrogate of the measure.
 
 from __future__ import annotations
 
-import numpy as np
+from collections import defaultdict
 
-from ...framework.encoding import SCALE, EncodingContext, LinearTerms, ObjectiveTerm, piecewise
+import networkx as nx
+import numpy as np
+from kplace.models.index import HOSTNAME
+
+from ...framework.encoding import (
+    SCALE,
+    ConstraintContext,
+    EncodingContext,
+    LinearTerms,
+    ObjectiveTerm,
+    PluginEncoding,
+    piecewise,
+)
 from ...framework.plugin import CycleState
-from .terms import pod_terms, resolve_namespaces
+from .terms import affinity_counts, pod_terms, resolve_namespaces
 
 
 def _raw(ctx: EncodingContext, state, g, nodes: np.ndarray) -> np.ndarray | None:
@@ -125,4 +137,139 @@ def affinity_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     return out.term("InterPodAffinity", note="normalised by the hint's range")
 
 
-ENCODINGS = {"InterPodAffinity": affinity_term}
+def anti_affinity_pairs(index, match) -> set[tuple[int, int, str]]:
+    """(g, h, key) with g ≤ h such that g's required anti-affinity term on `key` matches h, or h's matches g."""
+    pairs: set[tuple[int, int, str]] = set()
+    for g in match.groups:
+        for t in pod_terms(index, g.rep).required_anti:
+            for h in match.term(t):
+                a, b = sorted((g.gid, h.gid))
+                pairs.add((a, b, t.topology_key))
+    return pairs
+
+
+def _anti_affinity(v, groups, match) -> None:
+    """Required anti-affinity between groups (see `required`), with hostname cliques as cuts."""
+    pairs = anti_affinity_pairs(v.state.index, match)
+    for a, b, key in pairs:
+        if a == b:
+            if key == HOSTNAME:
+                v.cap_per_node(a, 1)
+            else:
+                for val, terms in v.domains(a, key).items():
+                    if v.domain_ub(a, key, val) > 1:
+                        v.model.add(sum(terms) <= 1)
+    one_per_node = {g.gid for g in groups if all(u <= 1 for u in v.ub[g.gid].values())}
+    graph = nx.Graph()
+    for a, b, key in pairs:
+        if a == b:
+            continue
+        if key == HOSTNAME and a in one_per_node and b in one_per_node:
+            graph.add_edge(a, b)
+            continue
+        da, db = v.domains(a, key), v.domains(b, key)
+        for val in set(da) & set(db):
+            lit = v.model.new_bool_var(f"anti_{a}_{b}_{val}")
+            v.model.add(sum(da[val]) <= v.domain_ub(a, key, val) * lit)
+            v.model.add(sum(db[val]) <= v.domain_ub(b, key, val) * (1 - lit))
+            v.aux_hints.append((lit, lambda c, a=a, key=key, val=val: int(v.hinted_domain(c, a, key, val) > 0)))
+    for clique in nx.find_cliques(graph):
+        nodes = set().union(*(v.y[g].keys() for g in clique))
+        for n in nodes:
+            terms = [v.y[g][n] for g in clique if n in v.y[g]]
+            if len(terms) > 1:
+                v.model.add(sum(terms) <= 1)
+
+
+def _affinity(v, groups, match) -> None:
+    index, state = v.state.index, v.state
+    needs = {}
+    for g in groups:
+        terms = pod_terms(index, g.rep).required_affinity
+        if terms and v.y[g.gid]:
+            needs[g.gid] = (terms, match.terms(terms))
+    support_graph = nx.DiGraph()
+    support_graph.add_nodes_from(needs)
+    support_graph.add_edges_from((h.gid, gid) for gid, (_, matching) in needs.items() for h in matching
+                                 if h.gid != gid)
+    component = {gid: i for i, comp in enumerate(nx.strongly_connected_components(support_graph)) for gid in comp}
+    seeds: dict[int, list] = defaultdict(list)
+    for g in groups:
+        if g.gid not in needs:
+            continue
+        terms, matching = needs[g.gid]
+        self_match = any(h is g for h in matching)
+        # Support from g's own component only from earlier groups: no cycle of groups waiting for each other.
+        others = [h for h in matching if h is not g
+                  and (component[h.gid] != component[g.gid] or h.gid < g.gid)]
+        fixed = affinity_counts(state, terms)
+        first_allowed = self_match and not any(int(arr.sum()) > 0 for arr in fixed.values())
+        seed = seed_hints = None
+        if first_allowed:
+            seed = v.model.new_bool_var(f"seed_{g.gid}")
+            seeds[component[g.gid]].append(seed)
+            seed_hints = []
+            v.aux_hints.append((seed, lambda c, fs=seed_hints: max((f(c) for f in fs), default=0)))
+        for t in terms:
+            key = t.topology_key
+            fixed_at = fixed.get(key)
+            firsts = []
+            for val in v.domains(g.gid, key):
+                if fixed_at is not None and fixed_at[val] > 0:
+                    continue
+                a = v.presence(g.gid, key, val)
+                support = [var for h in others for var in v.domains(h.gid, key).get(val, [])]
+                if first_allowed:
+                    first = v.model.new_bool_var(f"first_{g.gid}_{key}_{val}")
+                    firsts.append(first)
+                    v.model.add(sum(support) >= a - first)
+                    v.model.add(first <= seed)
+
+                    def hint_first(c, val=val, key=key, g=g, others=others):
+                        mine = v.hinted_domain(c, g.gid, key, val)
+                        theirs = sum(v.hinted_domain(c, h.gid, key, val) for h in others)
+                        return int(mine > 0 and theirs == 0)
+
+                    v.aux_hints.append((first, hint_first))
+                    seed_hints.append(hint_first)
+                elif support:
+                    v.model.add(sum(support) >= a)
+                else:
+                    v.model.add(a == 0)
+            if len(firsts) > 1:
+                v.model.add(sum(firsts) <= 1)
+    for lits in seeds.values():
+        if len(lits) > 1:
+            v.model.add(sum(lits) <= 1)
+
+def ties(index, match) -> set[tuple[int, int]]:
+    """Groups a required (anti-)affinity term of one matches."""
+    edges: set[tuple[int, int]] = set()
+    for g in match.groups:
+        terms = pod_terms(index, g.rep)
+        for t in (*terms.required_anti, *terms.required_affinity):
+            edges.update((g.gid, h.gid) for h in match.term(t) if h is not g)
+    return edges
+
+
+def required(ctx: ConstraintContext) -> None:
+    """Required anti-affinity (term of g, key K, matching group h), per value v of K:
+        h = g:  Y[g, v] ≤ 1;   h ≠ g:  Y[g, v] ≤ |g|·b_v,  Y[h, v] ≤ |h|·(1 − b_v)   (never together)
+      On the hostname key, groups that pairwise exclude each other and are themselves one-per-node form a
+      graph; each maximal clique C gives Σ_{g∈C} y[g, n] ≤ 1 (networkx `find_cliques`).
+    Required affinity (terms T of g; H = other groups matching all of T; F = bound pods matching all of T), per
+      term and value v with F[v] = 0:   Σ_{h∈H} Y[h, v] ≥ a[g, v] − first[g, v],   Σ_v first[g, v] ≤ 1
+      where a[g, v] ⇐ Y[g, v] > 0, and first exists only when no bound pod matches anywhere and g matches its
+      own terms (kube's first-pod rule): one domain may be seeded by g itself; every other domain needs a pod
+      of another matching group (g's own pods may then join, as each later pod finds the earlier ones).
+      Across groups, support must come from pods placed earlier, so it may not go round in a cycle: in the
+      graph h → g (h ∈ H of g), a group in g's own strongly connected component supports g only if it comes
+      first (lower gid); and a seed is the first pod matching its terms anywhere, so at most one group per
+      component seeds (Σ seed[g] ≤ 1, first[g, v] ≤ seed[g]).
+    Final-state forms of kube's sequential checks: for groups of identical pods, a final state satisfies them
+    exactly when some order of placing the pods passes kube's filter at every step."""
+    _anti_affinity(ctx.handle, ctx.groups, ctx.matcher)
+    _affinity(ctx.handle, ctx.groups, ctx.matcher)
+
+
+ENCODINGS = {"InterPodAffinity": PluginEncoding(ties=ties, constrain=required, score=affinity_term)}

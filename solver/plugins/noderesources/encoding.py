@@ -23,8 +23,18 @@ integer function. The node's contribution to the measure is T_n = Σ_{p on n} F(
 from __future__ import annotations
 
 import numpy as np
+from ortools.sat.python import cp_model
 
-from ...framework.encoding import SCALE, EncodingContext, LinearTerms, ObjectiveTerm, node_count, piecewise
+from ...framework.encoding import (
+    SCALE,
+    ConstraintContext,
+    EncodingContext,
+    LinearTerms,
+    ObjectiveTerm,
+    PluginEncoding,
+    node_count,
+    piecewise,
+)
 from .args import LEAST, MOST
 from .helpers import allocation_after
 
@@ -181,6 +191,27 @@ def _requests_any(h, g, resources) -> bool:
     return bool(pod_requests(h.state.index, g.rep.idx, resources, non_zero=False).any())
 
 
+def capacity(ctx: ConstraintContext) -> None:
+    """Capacity, for every node n and resource r a group requests: Σ_g req[g, r] · y[g, n] ≤ free[n, r] (only where
+    the variables' bounds alone do not guarantee it); pod slots: Σ_g y[g, n] ≤ maxPods[n] − pods[n]."""
+    v = ctx.handle
+    state, index = v.state, v.state.index
+    for n, entries in v.by_node.items():
+        free = index.alloc[n] - state.requested[n]
+        reqs = index.pod_req[[g.rep.idx for g, _ in entries]]
+        ubs = np.array([v.ub[g.gid][n] for g, _ in entries], dtype=np.int64)
+        variables = [var for _, var in entries]
+        worst = ubs @ reqs
+        for r in np.flatnonzero(worst > free).tolist():  # only where the bounds alone do not guarantee it
+            nz = np.flatnonzero(reqs[:, r] > 0).tolist()
+            v.model.add(cp_model.LinearExpr.weighted_sum([variables[i] for i in nz], reqs[nz, r].tolist())
+                        <= int(free[r]))
+        slots = int(index.max_pods[n] - state.pod_count[n])
+        if int(ubs.sum()) > slots:
+            v.model.add(cp_model.LinearExpr.sum(variables) <= slots)
+
+
 assert SCALE % 20 == 0, "the product forms divide SCALE by 10 and 20"
 
-ENCODINGS = {"NodeResourcesFit": fit_term, "NodeResourcesBalancedAllocation": balanced_term}
+ENCODINGS = {"NodeResourcesFit": PluginEncoding(constrain=capacity, score=fit_term),
+             "NodeResourcesBalancedAllocation": PluginEncoding(score=balanced_term)}

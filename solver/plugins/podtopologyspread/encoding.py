@@ -19,11 +19,20 @@ term. The estimated max (kube's min term is left out) is what keeps this a surro
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 
 import numpy as np
 
-from ...framework.encoding import SCALE, EncodingContext, LinearTerms, ObjectiveTerm, piecewise
-from .spread import has_all_keys, included, matching_per_node, pod_constraints, score_state
+from ...framework.encoding import (
+    SCALE,
+    ConstraintContext,
+    EncodingContext,
+    LinearTerms,
+    ObjectiveTerm,
+    PluginEncoding,
+    piecewise,
+)
+from .spread import compile_constraints, has_all_keys, included, matching_per_node, pod_constraints, score_state
 
 
 def spread_term(ctx: EncodingContext) -> ObjectiveTerm | None:
@@ -92,9 +101,74 @@ def spread_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     return terms.term("PodTopologySpread", note="normalised by the hint's maximum")
 
 
+def do_not_schedule(ctx: ConstraintContext) -> None:
+    """DoNotSchedule spread (constraint c of g; counts over eligible nodes, same namespace, matching c's selector):
+      C_v = F_v + Σ_{h matching} Y[h, v];  m ≤ C_v for every domain v (m = 0 with fewer domains than minDomains);
+      a[g, v] ⇒ C_v − m ≤ maxSkew.  When g is the only window group the selector matches and F_v ≤ maxSkew, the
+      implication holds unconditionally (with Y[g, v] = 0, C_v − m = F_v − m ≤ maxSkew as m ≥ 0), so it is posted
+      without the enforcement literal: the same integer solutions, a much tighter linear relaxation.
+    The final-state form of kube's sequential check, exact for groups of identical pods."""
+    v, groups, match = ctx.handle, ctx.groups, ctx.matcher
+    defaults = _defaults(ctx.profile)
+    index, state = v.state.index, v.state
+    for g in groups:
+        constraints = pod_constraints(index, g.rep, "DoNotSchedule", defaults)
+        if not constraints or not v.y[g.gid]:
+            continue
+        base = has_all_keys(index, constraints)
+        for k, c in enumerate(constraints):
+            ids, values = index.label_column(c.key)
+            eligible = included(index, g.rep, c, base)
+            present = np.flatnonzero(np.bincount(ids[eligible], minlength=len(values)) > 0)
+            fixed = np.bincount(ids[eligible], weights=matching_per_node(state, g.rep, c)[eligible],
+                                minlength=len(values)).astype(np.int64)
+            members = match.selector(g.rep.namespace, c.selector)
+            count: dict[int, list] = defaultdict(list)
+            for h in members:
+                for n, var in v.y[h.gid].items():
+                    if eligible[n] and ids[n] >= 0:
+                        count[int(ids[n])].append(var)
+            window_total = sum(h.size for h in members)
+            if len(present) < c.min_domains:
+                m = 0
+            else:
+                m = v.model.new_int_var(0, int(fixed[present].min()) + window_total, f"min_{g.gid}_{k}")
+                for val in present.tolist():
+                    v.model.add(m <= int(fixed[val]) + sum(count.get(val, [])))
+
+                def hint_min(cnt, members=members, present=present, fixed=fixed, ids=ids, eligible=eligible):
+                    tot = fixed.copy()
+                    for h in members:
+                        for n, c_ in cnt.get(h.gid, {}).items():
+                            if n in v.y[h.gid] and eligible[n] and ids[n] >= 0:
+                                tot[ids[n]] += c_
+                    return int(tot[present].min())
+
+                v.aux_hints.append((m, hint_min))
+            alone = [h.gid for h in members] == [g.gid]
+            for val in v.domains(g.gid, c.key):
+                ct = v.model.add(int(fixed[val]) + sum(count.get(val, [])) - m <= c.max_skew)
+                if not (alone and fixed[val] <= c.max_skew):
+                    ct.only_enforce_if(v.presence(g.gid, c.key, val))
+
+def _defaults(profile) -> list:
+    """The profile's PodTopologySpread default constraints (none when the plugin is disabled)."""
+    plugin = next((p for p in profile.at("filter") if p.name == "PodTopologySpread"), None)
+    return plugin.default_constraints if plugin is not None else []
+
+
+def ties(index, match) -> set[tuple[int, int]]:
+    """Groups a DoNotSchedule constraint's selector of one matches."""
+    edges: set[tuple[int, int]] = set()
+    for g in match.groups:
+        for c in compile_constraints(g.rep.spread_constraints, g.rep.labels, "DoNotSchedule"):
+            edges.update((g.gid, h.gid) for h in match.selector(g.rep.namespace, c.selector) if h is not g)
+    return edges
+
+
 def _var_count(h, gid: int, var):
     node = next(n for n, x in h.y[gid].items() if x is var)
     return lambda cs: cs.get(gid, {}).get(node, 0)
 
 
-ENCODINGS = {"PodTopologySpread": spread_term}
+ENCODINGS = {"PodTopologySpread": PluginEncoding(ties=ties, constrain=do_not_schedule, score=spread_term)}
