@@ -2,9 +2,9 @@
 
 Domain: the nodes where the group's representative pod passes every *node-local* filter against the
 window's starting state (unschedulable, node name, taints, node affinity, ports and resource fit against
-the pods already there), minus the nodes where cross-pod rules already fail because of pods that will not
-move: required anti-affinity against bound pods, bound pods' anti-affinity (symmetry), a missing topology
-key for required affinity or DoNotSchedule spread. Everything a *window* pod could change stays in the model.
+the pods already there), minus the nodes where a cross-pod filter already fails because of pods that will not
+move: each such plugin's `PluginEncoding.prune` (required anti-affinity against bound pods and their
+anti-affinity, a missing topology key). Everything a *window* pod could change stays in the model.
 
 Coefficient c[g, n] = Σ_p weight_p · normalize_p(score_p(rep_g, n)) over the *static* score plugins (those
 without a CP-SAT encoding, `plugins.encodings`: their score of a pod on a node does not depend on where the
@@ -23,9 +23,8 @@ from ..framework.config import Profile
 from ..framework.plugin import Code, CycleState
 from ..framework.runtime import run_filters, run_pre_filter, run_scores
 from ..framework.state import ClusterState
+from ..plugins import encodings
 from .groups import PodGroup
-
-CROSS_POD = ("InterPodAffinity", "PodTopologySpread")
 
 
 @dataclass
@@ -33,30 +32,6 @@ class GroupDomain:
     nodes: np.ndarray  # node ids, in node-tree order
     coef: np.ndarray  # int64 per node in `nodes`: the static plugins' weighted total
     rank: np.ndarray  # int64 per node in `nodes`: every plugin's weighted total at the window's start
-
-
-def _fixed_pruning(profile: Profile, state: ClusterState, group: PodGroup, cycle: CycleState,
-                   nodes: np.ndarray, skipped: set[str]) -> np.ndarray:
-    """Mask over `nodes` of those that cross-pod filters do not reject because of bound pods alone."""
-    keep = np.ones(len(nodes), dtype=bool)
-    by_name = {p.name: p for p in profile.at("filter")}
-    ipa = by_name.get("InterPodAffinity")
-    if ipa is not None and "InterPodAffinity" not in skipped:
-        from ..plugins.interpodaffinity import REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY
-
-        res = ipa.filter(state, group.rep, cycle, nodes)
-        for text, mask in res.reasons:
-            if text in (REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY):
-                keep &= ~mask
-        for term in group.rep.required_affinity:
-            keep &= state.index.label_column(term.topology_key)[0][nodes] >= 0
-    pts = by_name.get("PodTopologySpread")
-    if pts is not None and "PodTopologySpread" not in skipped:
-        res = pts.filter(state, group.rep, cycle, nodes)
-        for text, mask in res.reasons:
-            if "missing required label" in text:
-                keep &= ~mask
-    return keep
 
 
 def group_domain(profile: Profile, state: ClusterState, group: PodGroup,
@@ -68,9 +43,12 @@ def group_domain(profile: Profile, state: ClusterState, group: PodGroup,
         return GroupDomain(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     order = state.index.tree_order
     nodes = pre.candidates(order)
-    out = run_filters(profile, state, group.rep, cycle, nodes, pre.skipped | set(CROSS_POD))
+    pruners = {name: e.prune for name, e in encodings().items() if e.prune is not None}
+    out = run_filters(profile, state, group.rep, cycle, nodes, pre.skipped | set(pruners))
     ok = nodes[out.code == 0]
-    ok = ok[_fixed_pruning(profile, state, group, cycle, ok, pre.skipped)]
+    for plugin in profile.at("filter"):  # cross-pod filters: only what bound pods alone decide
+        if plugin.name in pruners and plugin.name not in pre.skipped and len(ok):
+            ok = ok[pruners[plugin.name](plugin, state, group, cycle, ok)]
     if len(ok) == 0:
         return GroupDomain(ok, np.zeros(0, np.int64), np.zeros(0, np.int64))
     per_plugin, total = run_scores(profile, state, group.rep, cycle, ok)

@@ -6,6 +6,8 @@ applies of:
   connected components are solved as independent models;
 - `constrain(ctx)`: its cross-pod predicates as constraints over the final state (node-local predicates need
   none: they prune domains through the plugin's own Filter);
+- `prune(plugin, state, group, cycle, nodes)`: for a cross-pod filter, the nodes it rejects because of pods
+  that will not move (its Filter is not run on the domain; the model decides the rest);
 - `score(ctx)`: when its score depends on where the other window pods go (node loads, domain counts), an
   `ObjectiveTerm`: a linear expression over y and auxiliary variables it creates, in `SCALE`-ths of the plugin's
   weighted, normalised points summed over the window's pods, and the same quantity evaluated on plain counts
@@ -88,6 +90,7 @@ class PluginEncoding:
     ties: Callable[[Any, Any], set[tuple[int, int]]] | None = None
     constrain: Callable[[ConstraintContext], Any] | None = None  # may return what the engine reads back
     score: ScoreEncoding | None = None
+    prune: Callable[..., Any] | None = None  # (plugin, state, group, cycle, nodes) → mask of nodes to keep
 
 
 @dataclass

@@ -242,6 +242,21 @@ def _affinity(v, groups, match) -> None:
         if len(lits) > 1:
             v.model.add(sum(lits) <= 1)
 
+def prune(plugin, state, group, cycle, nodes):
+    """Nodes the Filter rejects because of bound pods alone (required anti-affinity either way), and nodes
+    lacking a required affinity term's key: the rest is the model's."""
+    from . import REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY
+
+    keep = np.ones(len(nodes), dtype=bool)
+    res = plugin.filter(state, group.rep, cycle, nodes)
+    for text, mask in res.reasons:
+        if text in (REASON_ANTI_AFFINITY, REASON_EXISTING_ANTI_AFFINITY):
+            keep &= ~mask
+    for term in group.rep.required_affinity:
+        keep &= state.index.label_column(term.topology_key)[0][nodes] >= 0
+    return keep
+
+
 def ties(index, match) -> set[tuple[int, int]]:
     """Groups a required (anti-)affinity term of one matches."""
     edges: set[tuple[int, int]] = set()
@@ -272,4 +287,4 @@ def required(ctx: ConstraintContext) -> None:
     _affinity(ctx.handle, ctx.groups, ctx.matcher)
 
 
-ENCODINGS = {"InterPodAffinity": PluginEncoding(ties=ties, constrain=required, score=affinity_term)}
+ENCODINGS = {"InterPodAffinity": PluginEncoding(ties=ties, constrain=required, score=affinity_term, prune=prune)}

@@ -157,6 +157,18 @@ def _defaults(profile) -> list:
     return plugin.default_constraints if plugin is not None else []
 
 
+def prune(plugin, state, group, cycle, nodes):
+    """Nodes lacking a DoNotSchedule constraint's key (the Filter's UnschedulableAndUnresolvable): the skew
+    itself is the model's."""
+    from . import REASON_NODE_LABEL_NOT_MATCH
+
+    keep = np.ones(len(nodes), dtype=bool)
+    for text, mask in plugin.filter(state, group.rep, cycle, nodes).reasons:
+        if text == REASON_NODE_LABEL_NOT_MATCH:
+            keep &= ~mask
+    return keep
+
+
 def ties(index, match) -> set[tuple[int, int]]:
     """Groups a DoNotSchedule constraint's selector of one matches."""
     edges: set[tuple[int, int]] = set()
@@ -171,4 +183,4 @@ def _var_count(h, gid: int, var):
     return lambda cs: cs.get(gid, {}).get(node, 0)
 
 
-ENCODINGS = {"PodTopologySpread": PluginEncoding(ties=ties, constrain=do_not_schedule, score=spread_term)}
+ENCODINGS = {"PodTopologySpread": PluginEncoding(ties=ties, constrain=do_not_schedule, score=spread_term, prune=prune)}
