@@ -63,7 +63,9 @@ class CpsatOptions:
 
 
 SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
-SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds)
+SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds),
+SURROGATE_PROBE = (0.25, 4000, 200)  # in two solves: a probe of 0.25 s (pro rata below 200 pods) + 1 s per 4,000
+# variables, then the rest
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
 
 
@@ -218,19 +220,11 @@ class CpsatScheduler:
             remaining = seconds - (time.perf_counter() - started)
             share = remaining * (stage.share if k < len(stages) - 1 else 1.0)
             (model.maximize if stage.maximize else model.minimize)(stage.expr)
-            solver = self._solver(max(0.05, share))
-            if stage.surrogate:  # a surrogate's last fraction of a per cent is not worth the window's time, and
-                # its products tick deterministic time slower than wall time: half the share keeps it reproducible
-                solver.parameters.relative_gap_limit = SURROGATE_GAP
-                effort = SURROGATE_EFFORT[0] + len(model.proto.variables) / SURROGATE_EFFORT[1]
-                if self.opts.deterministic:
-                    solver.parameters.max_deterministic_time = max(0.05, min(share / 2, effort))
-                else:
-                    solver.parameters.max_time_in_seconds = max(0.05, min(share, 2 * effort))
-            hook = self.opts.on_progress
-            status = solver.solve(model, _Progress(hook, stage.name) if hook else None)
-            if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage.name)
+            if stage.surrogate:
+                solver, status = self._solve_surrogate(model, v, groups, stage, counts, share)
+            else:
+                solver = self._solver(max(0.05, share))
+                status = self._run(solver, model, stage.name)
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 info.append({"stage": stage.name, "status": solver.status_name(status),
                              "seconds": round(solver.wall_time, 4)})
@@ -278,6 +272,45 @@ class CpsatScheduler:
                 if k == last:
                     bound = entry["bound"]
         return ComponentResult(counts, optimal, objective, bound, greedy_obj, info, volumes=volumes)
+
+    def _run(self, solver: cp_model.CpSolver, model: cp_model.CpModel, stage: str):
+        hook = self.opts.on_progress
+        status = solver.solve(model, _Progress(hook, stage) if hook else None)
+        if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage)
+        return status
+
+    def _solve_surrogate(self, model: cp_model.CpModel, v: Variables, groups: list[PodGroup], stage: Stage,
+                         counts: dict[int, dict[int, int]], share: float):
+        """A surrogate stage: a probe first (SURROGATE_PROBE, shorter for small models), and the rest of its
+        effort (SURROGATE_EFFORT, at most half the share: its products tick deterministic time slower than wall
+        time) only when the probe improved on the hint — where greedy's plan is already the surrogate's optimum,
+        or near it, the window stays cheap. Both stop within SURROGATE_GAP of the bound; in deterministic mode both
+        limits are deterministic time."""
+        size = len(model.proto.variables)
+        effort = min(share / 2, SURROGATE_EFFORT[0] + size / SURROGATE_EFFORT[1])
+        pods = sum(g.size for g in groups)
+        probe = min(effort, SURROGATE_PROBE[0] * min(1.0, pods / SURROGATE_PROBE[2]) + size / SURROGATE_PROBE[1])
+        solver = self._surrogate_solver(probe)
+        status = self._run(solver, model, stage.name)
+        rest = effort - probe
+        if (status != cp_model.FEASIBLE or rest < 0.05
+                or round(solver.objective_value) <= stage.evaluate(counts)):  # proven, or nothing gained
+            return solver, status
+        v.add_hint({g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
+                    for g in groups})
+        more = self._surrogate_solver(rest)
+        more_status = self._run(more, model, stage.name)
+        if more_status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and more.objective_value >= solver.objective_value:
+            return more, more_status
+        return solver, status
+
+    def _surrogate_solver(self, limit: float) -> cp_model.CpSolver:
+        solver = self._solver(max(0.05, limit if self.opts.deterministic else 2 * limit))
+        solver.parameters.relative_gap_limit = SURROGATE_GAP
+        if self.opts.deterministic:
+            solver.parameters.max_deterministic_time = max(0.05, limit)
+        return solver
 
     def _score_terms(self, v: Variables, groups: list[PodGroup], match: GroupMatcher) -> list[ObjectiveTerm]:
         """Each state-dependent score plugin's objective term (`plugins.encodings`) for this model."""
