@@ -9,6 +9,7 @@ do). `selected` is the node kube-scheduler would choose (it follows the greedy e
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,11 @@ from kplace.models.index import ClusterIndex
 
 from .framework.config import SchedulerConfig
 from .framework.plugin import Code, CycleState
-from .framework.runtime import run_filters, run_pre_filter, run_scores
+from .framework.runtime import internal_error, run_filters, run_pre_filter, run_scores
 from .framework.state import ClusterState
 from .greedy import GreedyScheduler
+
+log = logging.getLogger(__name__)
 
 
 def explain_pod(
@@ -44,6 +47,16 @@ def explain_pod(
             raise InputError(f"unknown node(s): {', '.join(unknown)}", field="--candidates")
         nodes = np.array([index.node_id[n] for n in names], dtype=np.int64)
 
+    try:
+        return _explain(index, config, profile, state, pod, nodes, candidates)
+    except Exception as exc:  # the pod's evaluation failed: say so, as the engines do, instead of a traceback
+        log.exception("explaining pod %s failed", pod_key)
+        return {"pod": pod_key, "selected": None, "message": internal_error(exc), "nodes": []}
+
+
+def _explain(index: ClusterIndex, config: SchedulerConfig, profile, state: ClusterState, pod, nodes: np.ndarray,
+             candidates: str) -> dict[str, Any]:
+    pod_key = pod.key
     cycle = CycleState()
     pre = run_pre_filter(profile, state, pod, cycle)
     per_node: dict[int, dict[str, Any]] = {

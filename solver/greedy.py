@@ -19,6 +19,7 @@ Per pod, in queue order (PrioritySort; gated pods stay out):
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from .framework.runtime import (
     FilterOutcome,
     count_reasons,
     fit_error_message,
+    internal_error,
     run_filters,
     run_pre_filter,
     run_scores,
@@ -42,6 +44,8 @@ from .framework.state import ClusterState
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+log = logging.getLogger(__name__)
 
 
 def num_feasible_nodes_to_find(percentage: int, n: int) -> int:
@@ -170,6 +174,17 @@ class GreedyScheduler:
         return int(top[np.argmin(rank[top])])
 
     def schedule_one(self, pod: PodInfo) -> Attempt:
+        """One scheduling cycle. An unexpected error while evaluating this pod leaves it pending with the error as
+        its reason (and logs it): one pod never stops the others."""
+        try:
+            return self._schedule_one(pod)
+        except Exception as exc:
+            log.exception("evaluating pod %s failed", pod.key)
+            if self.state.pod_node[pod.idx] >= 0 and self.index.pod_node[pod.idx] < 0:
+                self.state.forget(pod)
+            return Attempt(None, internal_error(exc))
+
+    def _schedule_one(self, pod: PodInfo) -> Attempt:
         profile = self.config.profile_for(pod.spec.scheduler_name)
         if profile is None:
             return Attempt(None, f"no profile for schedulerName {pod.spec.scheduler_name!r}")

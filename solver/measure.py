@@ -19,6 +19,7 @@ Pods identical to every plugin (`framework.identical`) on the same node have the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,8 @@ from .framework.identical import identity_key, relevant_label_keys
 from .framework.plugin import CycleState
 from .framework.runtime import run_filters, run_pre_filter, run_scores
 from .framework.state import ClusterState
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -85,7 +88,12 @@ def measure(config: SchedulerConfig, state: ClusterState, placed: Iterable[tuple
         k = (identity_key(state.index, pod, keys), n)
         hit = memo.get(k)
         if hit is None:
-            hit = memo[k] = pod_measure(config, state, pod, n)
+            try:
+                hit = pod_measure(config, state, pod, n)
+            except Exception:  # a pod kplace cannot evaluate scores nothing (the engines leave such pods pending)
+                log.exception("scoring pod %s failed", pod.key)
+                hit = (0, {})
+            memo[k] = hit
             classes[k] = [0]
         classes[k][0] += 1
     for k, (count,) in classes.items():

@@ -20,6 +20,7 @@ parallel portfolio instead.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -35,7 +36,7 @@ from ortools.sat.python import cp_model
 from ..framework.config import Profile, SchedulerConfig, default_config
 from ..framework.encoding import EncodingContext, ObjectiveTerm
 from ..framework.plugin import CycleState, Plugin
-from ..framework.runtime import count_reasons, fit_error_message, run_filters, run_pre_filter
+from ..framework.runtime import count_reasons, fit_error_message, internal_error, run_filters, run_pre_filter
 from ..framework.state import ClusterState
 from ..greedy import GreedyScheduler, unimplemented_warnings
 from ..measure import measure
@@ -61,6 +62,8 @@ class CpsatOptions:
     # finds and once at the end of each solve (seconds: that solve's wall time). Observes only; None: no hook.
     on_progress: Callable[[float, float, float, str], None] | None = None
 
+
+log = logging.getLogger(__name__)
 
 SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
 SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds),
@@ -273,6 +276,16 @@ class CpsatScheduler:
                     bound = entry["bound"]
         return ComponentResult(counts, optimal, objective, bound, greedy_obj, info, volumes=volumes)
 
+    def _domain(self, group: PodGroup, encoded: frozenset[str]) -> GroupDomain:
+        """The group's domain; none when evaluating its pods fails unexpectedly (logged; greedy's attempt, which
+        fails the same way, gives the pods their reason)."""
+        try:
+            return group_domain(self._profile(group.rep), self.state, group, encoded)
+        except Exception:
+            log.exception("evaluating pod %s failed", group.rep.key)
+            empty = np.zeros(0, np.int64)
+            return GroupDomain(empty, empty, empty)
+
     def _run(self, solver: cp_model.CpSolver, model: cp_model.CpModel, stage: str):
         hook = self.opts.on_progress
         status = solver.solve(model, _Progress(hook, stage) if hook else None)
@@ -369,7 +382,7 @@ class CpsatScheduler:
         volume_hint = {k: pv for a in base.hint_attempts.values() for k, pv in a.volume_bindings.items()}
         self._reference = base.hint_state
         encoded = frozenset(name for name, e in encodings().items() if e.score is not None)
-        domains = {g.gid: group_domain(self._profile(g.rep), self.state, g, encoded) for g in groups}
+        domains = {g.gid: self._domain(g, encoded) for g in groups}
         scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
         comps = self._components(groups, scope, GroupMatcher(self.index, groups))
         solved = self._solve_components(comps, domains, scope, hint, reference, volume_hint,
@@ -478,8 +491,13 @@ class CpsatScheduler:
             ref = {g.gid: reference[g.gid] for g in comp}
             scoped = [g for g in comp if len(scope[g.gid]) < len(domains[g.gid].nodes)]
             short = any(sum(ref[g.gid].values()) < g.size for g in comp)
-            res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp},
-                                        comp_budget / 2 if scoped and short else comp_budget, volume_hint, ref)
+            try:
+                res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp},
+                                            comp_budget / 2 if scoped and short else comp_budget, volume_hint, ref)
+            except Exception as exc:  # the window keeps greedy's plan rather than failing
+                log.exception("building or solving a model of %d groups failed", len(comp))
+                res = ComponentResult({g.gid: hint[g.gid] for g in comp}, False, 0, 0, 0,
+                                      [{"stage": "model", "status": "ERROR", "error": internal_error(exc)}], ok=False)
             left = comp_budget - (time.perf_counter() - comp_started)
             unplaced = any(sum(res.counts.get(g.gid, {}).values()) < g.size for g in comp)
             if res.ok and scoped and unplaced and left > 0.1:
@@ -510,7 +528,7 @@ class CpsatScheduler:
           capacity, placing the small pods first maximises the count (the knapsack rule for equal values).
         Yields (state, attempts) pairs lazily, packing first."""
         index = self.index
-        cap = np.maximum(index.alloc.max(axis=0), 1)
+        cap = np.maximum(index.alloc.max(axis=0, initial=0), 1)
         share = {p.idx: float((index.pod_req[p.idx] / cap).max()) for p in pods}
         passes = []
         if short or self.opts.objective == "pack":
@@ -574,7 +592,14 @@ class CpsatScheduler:
                 pl.reason = self._unplaced_reason(self.index.pod_by_key[pl.pod])
 
     def _unplaced_reason(self, pod: PodInfo) -> str:
-        """kube's message for the pod against the final state."""
+        """kube's message for the pod against the final state (the error, when evaluating the pod fails)."""
+        try:
+            return self._fit_error(pod)
+        except Exception as exc:
+            log.exception("evaluating pod %s failed", pod.key)
+            return internal_error(exc)
+
+    def _fit_error(self, pod: PodInfo) -> str:
         profile = self._profile(pod)
         cycle = CycleState()
         pre = run_pre_filter(profile, self.state, pod, cycle)

@@ -160,3 +160,10 @@ def count_reasons(outcome: FilterOutcome) -> Counter[str]:
         for text in outcome.reasons(i):
             counts[text] += 1
     return counts
+
+
+def internal_error(exc: BaseException) -> str:
+    """The pending reason of a pod whose evaluation failed unexpectedly (the failure is logged with its traceback)."""
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return (f"kplace could not evaluate this pod ({type(exc).__name__}{': ' + text if text else ''}); it is left "
+            "pending and the other pods are scheduled")

@@ -258,7 +258,8 @@ def filter_codes(index: ClusterIndex, fcs: list[FilterConstraint], nodes: np.nda
         missing = open_ & (ids < 0)
         code[missing] = 2
         open_ &= ~missing
-        skew = fc.counts[np.where(ids >= 0, ids, 0)] + fc.self_match - fc.min_match
+        at = fc.counts[np.where(ids >= 0, ids, 0)] if len(fc.counts) else np.zeros(len(nodes), dtype=np.int64)
+        skew = at + fc.self_match - fc.min_match  # no node has the key: every node failed above
         bad = open_ & (skew > fc.constraint.max_skew)
         code[bad] = 1
         open_ &= ~bad
