@@ -73,8 +73,32 @@ class _Group(click.Group):
 
 
 STATE_ARG = click.argument("state", nargs=-1, required=False, metavar="STATE...")
-KUBECONFIG_OPT = click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
-                              help="Read the cluster through the API (when no STATE is given) / commit to it.")
+def _parse_duration(text: str) -> float:
+    """kubectl's --request-timeout: a number of seconds or a duration with a unit (500ms, 10s, 2m, 1h); 0: none."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", text)
+    if m is None:
+        raise click.BadParameter(f"{text!r} is not a duration (examples: 30, 10s, 2m)")
+    return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+
+
+def _set_request_timeout(_ctx, _param, value: str | None) -> None:
+    if value is None:
+        return
+    from .binder.kube import TIMEOUTS
+
+    seconds = _parse_duration(value)
+    if seconds > 0:
+        TIMEOUTS.call = TIMEOUTS.list = seconds
+
+
+def KUBECONFIG_OPT(f):
+    """`--kubeconfig FILE` and kubectl's `--request-timeout` (per API call; default 10 s, 60 s per list page)."""
+    f = click.option("--request-timeout", default=None, expose_value=False, callback=_set_request_timeout,
+                     metavar="DURATION", help="How long one API request may take before it fails (e.g. 5s, 1m).")(f)
+    return click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+                        help="Read the cluster through the API (when no STATE is given) / commit to it.")(f)
 CONTEXT_OPT = click.option("--context", default=None, help="kubeconfig context to use.")
 
 
@@ -89,6 +113,8 @@ def load_snapshot(state: tuple[str, ...], kubeconfig: str | None = None, context
 
         return read_cluster(kubeconfig, context)
     raise click.UsageError("give STATE files (or - for stdin), or --kubeconfig to read the live cluster")
+EXIT_COMMIT = 4  # a commit to the API server that did not fully succeed
+
 OUTPUT_OPT = click.option(
     "--output", "-O", "output", type=click.Choice(["table", "json"]), default="table", show_default=True,
     help="Human table or machine-readable JSON.",
@@ -258,6 +284,13 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
             from .binder import render_commit
 
             render_commit(data["commit"])
+    if bind == "api":
+        from .binder import commit_shortfall
+
+        short = commit_shortfall(data["commit"])
+        if short:
+            click.echo(f"kplace: error: {short}", err=True)
+            sys.exit(EXIT_COMMIT)
 
 
 @main.command()

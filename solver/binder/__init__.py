@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -197,6 +198,12 @@ def commit(plan: Plan, index: ClusterIndex, mode: str, *, out_file: str | None =
 # --- the API ---------------------------------------------------------------------------------------------
 
 
+def _timeouts():
+    from .kube import TIMEOUTS
+
+    return TIMEOUTS
+
+
 @dataclass
 class RetryPolicy:
     """429, 5xx and timeouts are retried up to `attempts` calls in all, waiting base·2^k (capped, or the
@@ -205,7 +212,15 @@ class RetryPolicy:
     attempts: int = 5
     base: float = 0.25
     cap: float = 4.0
-    timeout: float = 10.0  # seconds per call (connect and read)
+    timeout: float = field(default_factory=lambda: _timeouts().call)  # seconds per call (connect and read)
+    total: float = 60.0  # seconds for all tries of one call, waits included: no try starts that could end later
+
+    @property
+    def request_timeout(self) -> tuple[float, float]:
+        """The kubernetes client's `_request_timeout`: it applies only an int or a (connect, read) pair."""
+        from .kube import request_timeout
+
+        return request_timeout(self.timeout)
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         d = min(self.base * 2 ** (attempt - 1), self.cap)
@@ -242,6 +257,7 @@ def _call_with_retries(call: Callable[[], Any], retry: RetryPolicy, sleep: Calla
 
     errors = transport_errors()
     attempt = 0
+    started = time.monotonic()
     while True:
         attempt += 1
         try:
@@ -256,9 +272,10 @@ def _call_with_retries(call: Callable[[], Any], retry: RetryPolicy, sleep: Calla
             f = failure(exc)
             if pdb_refusal and f.code == 429 and _is_pdb_refusal(f):
                 return f.code, f, attempt
-            if not f.transient or attempt >= retry.attempts:
-                return f.code, f, attempt
             d = retry.delay(attempt, f.retry_after)
+            if (not f.transient or attempt >= retry.attempts
+                    or time.monotonic() - started + d + retry.timeout > retry.total):
+                return f.code, f, attempt
             log.info("retrying after HTTP %s %s (attempt %d, waiting %.2fs)", f.code, f.reason, attempt, d)
             sleep(d)
 
@@ -340,7 +357,7 @@ def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, 
     def read_claim():
         nonlocal tries
         body, f, n = _json_call(lambda: core.read_namespaced_persistent_volume_claim(
-            name, ns, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
+            name, ns, _preload_content=False, _request_timeout=retry.request_timeout), retry, sleep)
         tries += n
         return body, f
 
@@ -363,10 +380,10 @@ def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, 
             return done(CONFLICT, 409, f"the claim is already being provisioned on node {selected}")
         patch = {"metadata": {"annotations": {ANN_SELECTED_NODE: p.node}}}
         _, f, n = _json_call(lambda: core.patch_namespaced_persistent_volume_claim(
-            name, ns, patch, dry_run=dry, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
+            name, ns, patch, dry_run=dry, _preload_content=False, _request_timeout=retry.request_timeout), retry, sleep)
     else:
         pv, f, n = _json_call(lambda: core.read_persistent_volume(
-            what, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
+            what, _preload_content=False, _request_timeout=retry.request_timeout), retry, sleep)
         tries += n
         if f is not None:
             return done(_failure(f), f.code, f.message)
@@ -380,7 +397,7 @@ def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, 
         if patch["metadata"]["resourceVersion"] is None:
             del patch["metadata"]
         _, f, n = _json_call(lambda: core.patch_persistent_volume(
-            what, patch, dry_run=dry, _preload_content=False, _request_timeout=retry.timeout), retry, sleep)
+            what, patch, dry_run=dry, _preload_content=False, _request_timeout=retry.request_timeout), retry, sleep)
     tries += n
     if f is not None:
         return done(_failure(f, conflict=True), f.code, f.message)
@@ -416,7 +433,7 @@ def post_binding(core, ns: str, name: str, uid: str | None, node: str, retry: Re
     body = binding_object(ns, name, uid, node)
     code, f, n = _call_with_retries(
         lambda: core.create_namespaced_pod_binding(name, ns, body, dry_run=dry, _preload_content=False,
-                                                   _request_timeout=retry.timeout),
+                                                   _request_timeout=retry.request_timeout),
         retry, sleep)
     if f is None:
         return BOUND, code, "", n
@@ -458,7 +475,7 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
         t0 = time.perf_counter()
         code, f, n = _call_with_retries(
             lambda: core.create_namespaced_pod_eviction(name, ns, body, dry_run=dry, _preload_content=False,
-                                                        _request_timeout=retry.timeout),
+                                                        _request_timeout=retry.request_timeout),
             retry, sleep, pdb_refusal=True)
         if f is None:
             result, msg = EVICTED, ""
@@ -541,6 +558,20 @@ def summarize(outcomes: list[Outcome], index: ClusterIndex | None, *, dry_run: b
         "released": released,
         "seconds": round(seconds, 4),
     }
+
+
+def commit_shortfall(summary: dict[str, Any]) -> str | None:
+    """One line saying what an API commit did not do, or None when every call succeeded."""
+    if summary.get("mode") != "api":
+        return None
+    problems = [o for o in summary["outcomes"] if o["result"] not in (BOUND, EVICTED, PATCHED)]
+    if not problems:
+        return None
+    binds = [o for o in summary["outcomes"] if o["step"] == "bind"]
+    bound = sum(1 for o in binds if o["result"] == BOUND)
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(Counter(o["result"] for o in problems).items()))
+    return (f"the commit did not fully succeed: {bound} of {len(binds)} Binding(s) made; {len(problems)} call(s) "
+            f"did not succeed ({kinds})")
 
 
 def render_commit(summary: dict[str, Any], limit: int = 50) -> None:

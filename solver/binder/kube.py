@@ -117,6 +117,12 @@ def failure(exc: BaseException) -> ApiFailure:
                       "timed out" in str(exc).lower() else "ConnectionError", message=str(exc) or type(exc).__name__)
 
 
+def request_timeout(seconds: float) -> tuple[float, float]:
+    """(connect, read) seconds for the client's `_request_timeout`, which silently ignores a float: a read timeout
+    bounds every wait for the server, so a server that accepts and never answers fails the call in `seconds`."""
+    return (min(float(seconds), CONNECT_TIMEOUT), float(seconds))
+
+
 def transport_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean the call failed (HTTP status, timeout, broken connection)."""
     import urllib3
@@ -133,11 +139,26 @@ def raw_json(resp) -> Any:
         resp.release_conn()
 
 
+CONNECT_TIMEOUT = 10.0
+
+
+@dataclass
+class Timeouts:
+    """Seconds each API call may take: `call` for one object (bind, evict, get), `list` for a page of a list.
+    `kplace ... --request-timeout` sets both, as kubectl's flag does."""
+
+    call: float = 10.0
+    list: float = 60.0
+
+
+TIMEOUTS = Timeouts()
+
+
 class ContinueExpired(KubeError):
     """A continue token outlived its resourceVersion (HTTP 410): the list must start again."""
 
 
-def list_pages(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float = 60.0
+def list_pages(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float | None = None
                ) -> Iterator[tuple[list[dict[str, Any]], str]]:
     """Pages of (items, resourceVersion) of one kind over all namespaces, with `limit` and `continue`.
 
@@ -149,9 +170,10 @@ def list_pages(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float 
 
     cls, method, api_version = LIST_KINDS[kind]
     fn = getattr(api(client, cls), method)
+    timeout = TIMEOUTS.list if timeout is None else timeout
     token: str | None = None
     while True:
-        kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": timeout}
+        kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": request_timeout(timeout)}
         if page_size:
             kwargs["limit"] = page_size
         if token:
@@ -176,7 +198,7 @@ def list_pages(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float 
             return
 
 
-def list_all(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float = 60.0
+def list_all(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float | None = None
              ) -> tuple[list[dict[str, Any]], str]:
     """Every object of one kind (all pages) and the resourceVersion of the list.
 
