@@ -132,6 +132,17 @@ def extender():
     """
 
 
+def _loopback(address: str) -> bool:
+    import ipaddress
+
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
 @extender.command(context_settings=_SETTINGS)
 @STATE_ARG
 @KUBECONFIG_OPT
@@ -139,31 +150,50 @@ def extender():
 @CONFIG_OPT
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=8888, show_default=True)
 @click.option("--bind-address", default="127.0.0.1", show_default=True,
-              help="Address to listen on (0.0.0.0 to reach it from other pods).")
+              help="Address to listen on; beyond loopback (0.0.0.0) needs --tls-client-ca or --token-file.")
 @click.option("--tls-cert", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Serve HTTPS with this certificate (PEM); needs --tls-key.")
 @click.option("--tls-key", type=click.Path(dir_okay=False, exists=True), default=None)
+@click.option("--tls-client-ca", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Require client certificates signed by this CA (kube-scheduler's extender tlsConfig).")
+@click.option("--token-file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Require `Authorization: Bearer <token>` with the token in this file.")
+@click.option("--allow-unauthenticated", is_flag=True,
+              help="Listen beyond loopback without client certificates or a token (anyone who reaches the port "
+                   "can then ask for Bindings kplace's plan allows).")
 @click.option("--engine", type=click.Choice(["cpsat", "greedy"]), default="cpsat", show_default=True)
 @click.option("--time-limit", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
               help="CP-SAT seconds per re-plan (keep it under kube-scheduler's httpTimeout, 5 s by default).")
 @click.option("--refresh", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="With live state: seconds between re-reads of the cluster (0: never).")
 @LOG_LEVEL_OPT
-def serve(state, kubeconfig, context, config_path, port, bind_address, tls_cert, tls_key, engine, time_limit,
-          refresh, log_level):
+def serve(state, kubeconfig, context, config_path, port, bind_address, tls_cert, tls_key, tls_client_ca, token_file,
+          allow_unauthenticated, engine, time_limit, refresh, log_level):
     """Serve POST /filter, /prioritize and /bind for kube-scheduler (extender protocol, Go field names).
 
     STATE files give the cluster state (else it is read through --kubeconfig). Binding needs --kubeconfig.
 
     \b
     Examples:
-      kplace extender serve --kubeconfig ~/.kube/config --bind-address 0.0.0.0 --port 8888
-      kplace extender serve state.json --kubeconfig kc --tls-cert tls.crt --tls-key tls.key
+      kplace extender serve --kubeconfig ~/.kube/config --port 8888
+      kplace extender serve --kubeconfig kc --bind-address 0.0.0.0 --tls-cert tls.crt --tls-key tls.key \\
+          --tls-client-ca scheduler-ca.crt
     """
     from .extender import Extender, ExtenderOptions, ExtenderServer
 
     if bool(tls_cert) != bool(tls_key):
         raise click.UsageError("--tls-cert and --tls-key go together")
+    if tls_client_ca and not tls_cert:
+        raise click.UsageError("--tls-client-ca needs --tls-cert and --tls-key")
+    token = None
+    if token_file:
+        with open(token_file, encoding="utf-8") as fh:
+            token = fh.read().strip()
+        if not token:
+            raise click.UsageError(f"--token-file {token_file}: the file is empty")
+    if not _loopback(bind_address) and not (tls_client_ca or token) and not allow_unauthenticated:
+        raise click.UsageError(f"--bind-address {bind_address} listens beyond this machine: give --tls-client-ca "
+                               "or --token-file (or --allow-unauthenticated)")
     _json_logging(log_level)
     snapshot = load_snapshot(state, kubeconfig, context)
     config = resolve_config(config_path, snapshot.scheduler_config)
@@ -180,7 +210,8 @@ def serve(state, kubeconfig, context, config_path, port, bind_address, tls_cert,
 
     ext = Extender(snapshot, config, ExtenderOptions(engine=engine, time_limit=time_limit, refresh=refresh),
                    client=client, reload=reload)
-    server = ExtenderServer(ext, bind_address, port, tls_cert=tls_cert, tls_key=tls_key)
+    server = ExtenderServer(ext, bind_address, port, tls_cert=tls_cert, tls_key=tls_key, client_ca=tls_client_ca,
+                            token=token)
     logging.getLogger("kplace.extender").info("serving the extender protocol on %s", server.url)
     try:
         server.serve_forever()

@@ -13,8 +13,15 @@ a pod it has not seen triggers a re-plan (`solver.schedule.decide`, engine then 
 the planned node 10 and every other node 0. Filter keeps out nodes where the plan reserves room for *other*
 pending pods when this pod would not fit beside them (resources or pod slots); the planned node and nodes
 it does not know always pass. Bind POSTs the Binding through the API (`--kubeconfig`) and records the pod
-as bound. A malformed request gets HTTP 400 with `{"Error": ...}`; an unexpected failure 500; the server
-never stops because of a request.
+as bound — only for a pending pod it has seen (with its UID), to an existing node, where the plan puts it.
+A malformed request gets HTTP 400 with `{"Error": ...}` (deeply nested JSON too); an unexpected failure 500;
+the server never stops because of a request.
+
+The server (`ExtenderServer`): TLS with optional client-certificate verification (`client_ca`, as
+kube-scheduler's extender `tlsConfig` presents one) and an optional bearer token, both checked before a verb
+runs; TLS handshakes run in the connection's own thread with a deadline (an idle TCP connection never stalls
+the others); a listen backlog of `BACKLOG`; bodies over `MAX_BODY` are refused unread; a connection that sends
+nothing for `IDLE` seconds is closed.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ from pydantic import ValidationError
 log = logging.getLogger("kplace.extender")
 
 MAX_SCORE = 10  # MaxExtenderPriority
-MAX_BODY = 256 * 1024 * 1024
+MAX_BODY = 64 * 1024 * 1024  # a full NodeList of 5,000 nodes is about 30 MB
+BACKLOG = 1024
+IDLE = 10.0  # seconds a connection may send nothing (headers or body) before it is closed
 
 
 class BadRequest(Exception):
@@ -210,6 +219,10 @@ class Extender:
         from .kube import api
 
         ns, name, node = fields["PodNamespace"], fields["PodName"], fields["Node"]
+        refusal = self._refuse_binding(f"{ns}/{name}", fields["PodUID"], node)
+        if refusal:
+            log.warning("refused to bind %s/%s to %s: %s", ns, name, node, refusal)
+            return {"Error": f"kplace extender will not bind {ns}/{name} to {node}: {refusal}"}
         core = api(self.client, "CoreV1Api")
         result, code, message, _ = post_binding(core, ns, name, fields["PodUID"] or None, node,
                                                 RetryPolicy(attempts=3, timeout=3.0), time.sleep)
@@ -227,6 +240,25 @@ class Extender:
                     self.plan.pop(key, None)
                     self._commit_reservation(key, node)
         return {"Error": ""}
+
+    def _refuse_binding(self, key: str, uid: str, node: str) -> str | None:
+        """Why a Binding must not be made, or None: the extender binds only pending pods it has seen, with their
+        UID, to an existing node, and only where the global plan puts them (otherwise it re-plans, so kube's retry
+        of the pod meets a plan that includes it)."""
+        with self.lock:
+            self._ensure_plan()
+            pod = self.pending.get(key)
+            if pod is None:
+                return "it is not a pending pod the extender has seen (a /filter call comes first)"
+            if uid and pod.metadata.uid and uid != pod.metadata.uid:
+                return f"its UID {uid!r} is not the pending pod's ({pod.metadata.uid!r})"
+            if self.index is None or node not in self.index.node_id:
+                return "no such node in the cluster"
+            planned = self.plan.get(key)
+            if planned != node:
+                self.dirty = True
+                return f"the global plan puts it {'on ' + planned if planned else 'nowhere (it stays pending)'}"
+        return None
 
     def _commit_reservation(self, key: str, node: str) -> None:
         """The pod is bound where planned: its reservation becomes a real request on the node."""
@@ -279,20 +311,29 @@ def _extender_args(args: Any) -> tuple[Pod, list[str], dict[str, Any] | None]:
 
 
 class ExtenderServer:
-    """The HTTP(S) server. `serve_forever()` blocks; `start()` runs it in a thread (tests); `stop()`."""
+    """The HTTP(S) server. `serve_forever()` blocks; `start()` runs it in a thread (tests); `stop()`.
+
+    `client_ca`: verify client certificates against this CA bundle (HTTPS only); `token`: require
+    `Authorization: Bearer <token>` on every POST."""
 
     def __init__(self, extender: Extender, address: str = "127.0.0.1", port: int = 8888, *,
-                 tls_cert: str | None = None, tls_key: str | None = None) -> None:
+                 tls_cert: str | None = None, tls_key: str | None = None, client_ca: str | None = None,
+                 token: str | None = None) -> None:
         self.extender = extender
-        self.httpd = _Server((address, port), _handler(extender))
         self.tls = bool(tls_cert)
+        context = None
         if tls_cert:
             import ssl
 
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-            ctx.load_cert_chain(tls_cert, tls_key)
-            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.load_cert_chain(tls_cert, tls_key)
+            if client_ca:
+                context.load_verify_locations(client_ca)
+                context.verify_mode = ssl.CERT_REQUIRED
+        elif client_ca:
+            raise ValueError("client-certificate verification needs TLS (a certificate and key)")
+        self.httpd = _Server((address, port), _handler(extender, token), context)
         self._thread: threading.Thread | None = None
 
     @property
@@ -314,22 +355,40 @@ class ExtenderServer:
 
 
 class _Server(ThreadingHTTPServer):
+    """One thread per connection; the TLS handshake happens there, under the IDLE deadline, not in accept()."""
+
     daemon_threads = True
+    request_queue_size = BACKLOG
+
+    def __init__(self, address, handler, tls_context=None) -> None:
+        self.tls_context = tls_context
+        super().__init__(address, handler)
+
+    def finish_request(self, request, client_address) -> None:
+        if self.tls_context is not None:
+            request.settimeout(IDLE)
+            request = self.tls_context.wrap_socket(request, server_side=True)  # the handshake, in this thread
+        super().finish_request(request, client_address)
 
     def handle_error(self, request, client_address) -> None:
+        import ssl
         import sys
 
         exc = sys.exc_info()[1]
-        if not isinstance(exc, (ConnectionError, TimeoutError)):
+        if not isinstance(exc, (ConnectionError, TimeoutError, ssl.SSLError)):
             log.warning("connection from %s failed: %s", client_address, exc)
 
 
-def _handler(extender: Extender):
+def _handler(extender: Extender, token: str | None = None):
+    import hmac
+
     verbs = {"/filter": extender.filter, "/prioritize": extender.prioritize, "/bind": extender.bind}
+    expected = f"Bearer {token}".encode() if token else None
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "kplace-extender"
+        timeout = IDLE  # every read of the headers and the body
 
         def log_message(self, *args) -> None:
             pass
@@ -351,6 +410,11 @@ def _handler(extender: Extender):
         def do_POST(self) -> None:
             path = self.path.split("?", 1)[0].rstrip("/")
             verb = verbs.get(path)
+            if expected is not None and not hmac.compare_digest(
+                    (self.headers.get("Authorization") or "").encode(), expected):
+                self.close_connection = True
+                self._send(401, {"Error": "a valid bearer token is required"})
+                return
             try:
                 length = int(self.headers.get("Content-Length") or -1)
             except ValueError:
@@ -366,7 +430,10 @@ def _handler(extender: Extender):
             try:
                 args = json.loads(raw)
             except (ValueError, UnicodeDecodeError) as exc:
-                self._send(400, {"Error": f"the body is not JSON: {exc}"})
+                self._send(400, {"Error": f"the body is not JSON: {str(exc)[:200]}"})
+                return
+            except RecursionError:
+                self._send(400, {"Error": "the body is JSON nested too deeply"})
                 return
             try:
                 result = verb(args)

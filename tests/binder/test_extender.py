@@ -113,10 +113,11 @@ def test_bind_posts_the_binding_through_the_api_and_records_the_pod_bound(server
     assert json.loads(api.calls("POST")[0]["body"])["target"] == {"apiVersion": "v1", "kind": "Node",
                                                                   "name": planned}
     assert "default/small" in srv.extender.bound
-    # A second bind of the same pod: the API server's 409 comes back as the result's Error.
+    # A second bind of the same pod: it is no longer pending, so the extender refuses it without a call.
     code, body = _post(srv, "/bind", {"PodName": "small", "PodNamespace": "default", "PodUID": "uid-small",
                                       "Node": planned})
-    assert code == 200 and "HTTP 409" in body["Error"]
+    assert code == 200 and "not a pending pod" in body["Error"]
+    assert len(api.calls("POST")) == 1
     client.close()
 
 
