@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import reprlib
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -117,21 +118,73 @@ def _files(paths: Iterable[str]) -> Iterator[tuple[str, str]]:
                 raise InputError(f"cannot be read: {exc}", source=str(f)) from None
 
 
+MAX_YAML_NODES = 20_000_000
+"""YAML nodes a document may expand to through its aliases (a few million pods' worth): a "billion laughs"
+document is refused before it is built."""
+
+
+def parse_json(text: str, source: str) -> Any:
+    """json.loads with every way a hostile document can fail turned into InputError (one line, the file)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", source=source) from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise InputError(f"invalid JSON: {str(exc).split(';')[0]}", source=source) from None
+
+
+def _expanded_size(node, memo: dict[int, int], limit: int) -> int:
+    """Nodes the YAML node graph expands to (aliases counted as many times as they are used), stopping past limit."""
+    hit = memo.get(id(node))
+    if hit is not None:
+        return hit
+    memo[id(node)] = 1  # a recursive alias counts once
+    total = 1
+    if isinstance(node, yaml.SequenceNode):
+        children = node.value
+    elif isinstance(node, yaml.MappingNode):
+        children = [x for pair in node.value for x in pair]
+    else:
+        children = []
+    for child in children:
+        total += _expanded_size(child, memo, limit)
+        if total > limit:
+            break
+    memo[id(node)] = total
+    return total
+
+
+def _check_aliases(text: str, source: str) -> None:
+    if "&" not in text or "*" not in text:
+        return
+    for node in yaml.compose_all(text, Loader=_YamlLoader):
+        if node is not None and _expanded_size(node, {}, MAX_YAML_NODES) > MAX_YAML_NODES:
+            raise InputError(f"YAML aliases expand to more than {MAX_YAML_NODES:,} nodes; refused", source=source)
+
+
 def _documents(paths: Iterable[str]) -> Iterator[tuple[str, Any]]:
     for source, text in _files(paths):
         stripped = text.lstrip()
+        if not stripped:
+            raise InputError("the file is empty (kubectl writes at least an empty List)", source=source)
         if stripped.startswith(("{", "[")):
             try:
                 yield source, json.loads(text)
                 continue
-            except json.JSONDecodeError as exc:
+            except json.JSONDecodeError:
                 if source.endswith(".json"):
-                    raise InputError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
-                                     source=source) from None
+                    parse_json(text, source)  # raises with the position
+            except (RecursionError, ValueError):
+                parse_json(text, source)
         try:
+            _check_aliases(text, source)
             for doc in yaml.load_all(text, Loader=_YamlLoader):
                 if doc is not None:
                     yield source, doc
+        except RecursionError:
+            raise InputError("invalid YAML: nested too deeply", source=source) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
@@ -163,6 +216,9 @@ def _objects(doc: Any, source: str, snapshot: ClusterSnapshot) -> Iterator[tuple
         raise InputError("object has no 'kind'", source=source)
     if kind == "List" or (kind.endswith("List") and "items" in doc):
         item_kind = None if kind == "List" else kind[: -len("List")]
+        if doc.get("items", []) is None:
+            snapshot.warnings.append(f"{source}: {kind}: items is null (read as no objects; the API server "
+                                     "writes [])")
         items = doc.get("items") or []
         if not isinstance(items, list):
             raise InputError("items is not a list", source=source, obj=kind, field="items")
@@ -216,6 +272,20 @@ def _add(snapshot: ClusterSnapshot, sources: dict[int, str], kind: str, item: di
     sources[id(obj)] = source
 
 
+class _short:
+    """A value as it is echoed in a message: its repr, cut at 120 characters."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        r = reprlib.Repr()
+        r.maxstring = r.maxother = 100
+        r.maxlevel = 3
+        text = r.repr(self.value)
+        return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _input_error(exc: ValidationError, source: str, ref: str) -> InputError:
     err = exc.errors(include_url=False)[0]
     path = ""
@@ -226,13 +296,13 @@ def _input_error(exc: ValidationError, source: str, ref: str) -> InputError:
             continue
         else:
             path += ("." if path else "") + str(part)
-    typ, value = err["type"], err.get("input")
+    typ, value = err["type"], _short(err.get("input"))
     if typ == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
         msg = f"{value!r} is not one of {expected}"
     elif typ == "missing":
         msg = "is required"
-    elif typ in ("quantity", "int_or_string", "selector"):
+    elif typ in ("quantity", "int_or_string", "selector", "invalid"):
         msg = err["msg"]
     else:
         msg = f"{err['msg'][0].lower()}{err['msg'][1:]} (got {value!r})"

@@ -23,9 +23,12 @@ def _quantity(raw: Any) -> Fraction:
     if isinstance(raw, Fraction):
         return raw
     try:
-        return parse_quantity(raw)
+        value = parse_quantity(raw)
     except QuantityError:
-        raise PydanticCustomError("quantity", "'{value}' is not a valid quantity", {"value": raw}) from None
+        raise PydanticCustomError("quantity", "'{value}' is not a valid quantity", {"value": str(raw)[:60]}) from None
+    if value < 0:  # the API server's validation of requests, limits, capacity and allocatable
+        raise PydanticCustomError("quantity", "'{value}' must be greater than or equal to 0", {"value": raw})
+    return value
 
 
 # Serialised (model_dump) as an exact Kubernetes quantity string, so dumped objects load back unchanged.
@@ -132,7 +135,7 @@ class NodeAffinity(K8s):
 class PodAffinityTerm(K8s):
     label_selector: LabelSelector | None = None
     namespaces: list[str] = Field(default_factory=list)
-    topology_key: str
+    topology_key: str = Field(min_length=1)
     namespace_selector: LabelSelector | None = None
     match_label_keys: list[str] = Field(default_factory=list)
     mismatch_label_keys: list[str] = Field(default_factory=list)
@@ -168,6 +171,13 @@ class Toleration(K8s):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] = ""
     toleration_seconds: int | None = None
 
+    @model_validator(mode="after")
+    def _numeric_comparisons(self) -> Toleration:
+        if self.operator in ("Lt", "Gt") and not self.value.lstrip("-").isdigit():
+            raise PydanticCustomError("invalid", "value: must be an integer for operator {op}, got '{value}'",
+                                      {"op": self.operator, "value": self.value[:60]})
+        return self
+
 
 class Taint(K8s):
     key: str
@@ -188,8 +198,8 @@ class ResourceRequirements(K8s):
 
 
 class ContainerPort(K8s):
-    container_port: int = 0
-    host_port: int = 0
+    container_port: int = Field(default=0, ge=0, le=65535)
+    host_port: int = Field(default=0, ge=0, le=65535)
     host_ip: str = Field(default="", alias="hostIP")
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
 
@@ -255,13 +265,20 @@ class Volume(K8s):
 
 class TopologySpreadConstraint(K8s):
     max_skew: int = Field(ge=1)
-    topology_key: str
+    topology_key: str = Field(min_length=1)
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
     label_selector: LabelSelector | None = None
     min_domains: int | None = Field(default=None, ge=1)
     node_affinity_policy: Literal["Honor", "Ignore"] | None = None
     node_taints_policy: Literal["Honor", "Ignore"] | None = None
     match_label_keys: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _min_domains_with_do_not_schedule(self) -> TopologySpreadConstraint:
+        if self.min_domains is not None and self.when_unsatisfiable != "DoNotSchedule":
+            raise PydanticCustomError("invalid", "minDomains: can only be set when whenUnsatisfiable is "
+                                      "DoNotSchedule, got {w}", {"w": self.when_unsatisfiable})
+        return self
 
 
 class SchedulingGate(K8s):
@@ -277,7 +294,7 @@ class PodSpec(K8s):
     node_selector: dict[str, str] = Field(default_factory=dict)
     affinity: Affinity | None = None
     tolerations: list[Toleration] = Field(default_factory=list)
-    priority: int | None = None
+    priority: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)  # int32
     priority_class_name: str = ""
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
     scheduler_name: str = "default-scheduler"
@@ -361,6 +378,16 @@ class PDBSpec(K8s):
     max_unavailable: IntOrPercent | None = None
     unhealthy_pod_eviction_policy: Literal["IfHealthyBudget", "AlwaysAllow"] | None = None
 
+    @model_validator(mode="after")
+    def _one_budget(self) -> PDBSpec:
+        if self.min_available is not None and self.max_unavailable is not None:
+            raise PydanticCustomError("invalid", "minAvailable and maxUnavailable cannot be both set", {})
+        for name, v in (("minAvailable", self.min_available), ("maxUnavailable", self.max_unavailable)):
+            if (isinstance(v, int) and v < 0) or (isinstance(v, str) and int(v[:-1]) > 100):
+                raise PydanticCustomError("invalid", "{name}: {value} must be between 0 and 100% or a "
+                                          "non-negative integer", {"name": name, "value": v})
+        return self
+
 
 class PDBStatus(K8s):
     current_healthy: int = 0
@@ -377,12 +404,23 @@ class PodDisruptionBudget(K8s):
     status: PDBStatus | None = None
 
 
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+
+
 class PriorityClass(K8s):
     kind: Literal["PriorityClass"] = "PriorityClass"
     metadata: ObjectMeta
-    value: int
+    value: int = Field(ge=-(2**31), le=2**31 - 1)
     global_default: bool = False
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
+
+    @model_validator(mode="after")
+    def _user_definable(self) -> PriorityClass:
+        if self.value > HIGHEST_USER_DEFINABLE_PRIORITY and not self.metadata.name.startswith("system-"):
+            raise PydanticCustomError("invalid", "value: must be no greater than {hi} (only system- classes "
+                                      "may go higher), got {v}", {"hi": HIGHEST_USER_DEFINABLE_PRIORITY,
+                                                                  "v": self.value})
+        return self
 
 
 class Namespace(K8s):

@@ -44,7 +44,6 @@ verifier always applies kube's default profile.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -53,6 +52,7 @@ from typing import Any
 
 from kplace.models.errors import InputError
 from kplace.models.index import ClusterIndex
+from kplace.models.io import parse_json
 from kplace.models.k8s import (
     LabelSelector,
     LabelSelectorRequirement,
@@ -104,10 +104,7 @@ def load_plan(path: str | Path) -> Plan:
         raise InputError(f"cannot read the plan: {exc.strerror or exc}", source=src) from None
     except UnicodeDecodeError:
         raise InputError("the plan is not UTF-8 text", source=src) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", source=src) from None
+    data = parse_json(text, src)
     _want(isinstance(data, dict), src, "", "a plan is a JSON object with `placements`")
     _want("placements" in data, src, "placements", "missing")
     engine = data.get("engine", "unknown")

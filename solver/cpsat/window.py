@@ -612,7 +612,7 @@ class CpsatScheduler:
         reasons = count_reasons(out)
         if len(nodes) < n_all:
             reasons[pre.absent_reason] += n_all - len(nodes)
-        if not reasons:
+        if not reasons and n_all:
             return "left unplaced by the window's optimum (it would displace higher-value placements)"
         return fit_error_message(n_all, reasons)
 

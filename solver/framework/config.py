@@ -55,6 +55,8 @@ _PY_POINT = {"preEnqueue": "pre_enqueue", "preFilter": "pre_filter", "filter": "
              "preScore": "pre_score", "score": "score"}
 DEFAULT_SCHEDULER = "default-scheduler"
 
+MAX_WEIGHT = 2**31 - 1  # Weight is an int32 in KubeSchedulerConfiguration
+
 
 @dataclass
 class Profile:
@@ -114,8 +116,10 @@ def _plugin_set(raw: Any, where: str) -> tuple[list[tuple[str, int]], set[str]]:
                 raise ConfigError(f"{where}.{key}[{i}]: each entry needs a 'name'")
             if key == "enabled":
                 w = item.get("weight", 0) or 0
-                if not isinstance(w, int) or w < 0:
+                if isinstance(w, bool) or not isinstance(w, int) or w < 0:
                     raise ConfigError(f"{where}.{key}[{i}].weight: must be a positive integer, got {w!r}")
+                if w > MAX_WEIGHT:
+                    raise ConfigError(f"{where}.{key}[{i}].weight: {w} is more than the largest weight, {MAX_WEIGHT}")
                 out.append((item["name"], w))
             else:
                 out.add(item["name"])

@@ -35,7 +35,8 @@ def bound(snap: ClusterSnapshot):
 
 def test_list_workloads_names_every_generator():
     names = list_workloads()
-    expected = {*PERF, "dcm", "fragmentation", "spread-zones", "priority-overload", "openb", "vbp", "volumes"}
+    expected = {*PERF, "dcm", "fragmentation", "spread-zones", "priority-overload", "openb", "vbp", "volumes",
+                "preferred-affinity"}
     assert set(names) == expected
     assert all(isinstance(d, str) and d and "\n" not in d for d in names.values())
 
@@ -271,3 +272,16 @@ def test_the_volumes_generator_gives_claims_local_pvs_csi_limits_and_bound_volum
     assert all(any(v.persistent_volume_claim for v in p.spec.volumes) for p in pending)
     claims = {c.metadata.name for c in snap.pvcs}
     assert all(v.persistent_volume_claim.claim_name in claims for p in pending for v in p.spec.volumes)
+
+
+def test_preferred_affinity_fits_every_pod_and_queues_api_pods_before_the_caches_they_prefer():
+    from kplace.instances.generators import generate
+
+    items = generate("preferred-affinity", nodes=20, pods=21, seed=1)["items"]
+    pods = [o for o in items if o["kind"] == "Pod"]
+    assert len(pods) == 21 and all("nodeName" not in p["spec"] for p in pods)
+    apps = [p["metadata"]["labels"]["app"] for p in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"])]
+    assert apps.index("api") < apps.index("cache")
+    cpu = sum(int(p["spec"]["containers"][0]["resources"]["requests"]["cpu"][:-1]) for p in pods) / 1000
+    capacity = sum(int(o["status"]["allocatable"]["cpu"]) for o in items if o["kind"] == "Node")
+    assert cpu < capacity / 2

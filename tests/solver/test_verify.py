@@ -358,7 +358,7 @@ def test_a_plan_written_by_to_dict_loads_back(tmp_path):
 @pytest.mark.parametrize(
     ("content", "field"),
     [
-        ("{not json", "not valid JSON"),
+        ("{not json", "invalid JSON"),
         ("[]", "a plan is a JSON object"),
         ({"engine": "x"}, "placements: missing"),
         ({"placements": [{"pod": "default/a"}]}, "placements[0].node"),
