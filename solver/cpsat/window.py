@@ -65,6 +65,7 @@ class CpsatOptions:
 
 log = logging.getLogger(__name__)
 
+WALL_NET = (4.0, 2.0)  # deterministic mode: a stage's search stops after 4 × its budget + 2 s of wall time
 SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
 SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds),
 SURROGATE_PROBE = (0.25, 4000, 200)  # in two solves: a probe of 0.25 s (pro rata below 200 pods) + 1 s per 4,000
@@ -135,6 +136,7 @@ class CpsatScheduler:
         if self.opts.objective not in ("default", "pack", "balance"):
             raise ValueError(f"objective must be default, pack or balance, got {self.opts.objective!r}")
         self.state = ClusterState(index)
+        self._searched = 0.0  # deterministic seconds CP-SAT has searched so far (the budget's clock when deterministic)
         self._reference = self.state  # the current window's hint state (normalisation ranges are estimated there)
 
     # --- building blocks --------------------------------------------------------------------------
@@ -183,9 +185,10 @@ class CpsatScheduler:
         if self.opts.deterministic:
             p.interleave_search = True
             p.max_deterministic_time = max(0.05, seconds)
-            # A wall-clock safety net: on a loaded machine deterministic time runs ahead of wall time; when
-            # this net stops the search instead, the stage says so ("limit": "wall-clock").
-            p.max_time_in_seconds = 1.25 * seconds + 0.5
+            # A wall-clock safety net for a search that would otherwise overrun its budget by far (deterministic
+            # time can run slower than wall time on a loaded machine); when it stops a stage, the stage says so
+            # ("limit": "wall-clock") and the plan may differ from another run's.
+            p.max_time_in_seconds = WALL_NET[0] * seconds + WALL_NET[1]
         else:
             p.max_time_in_seconds = max(0.05, seconds)
         return solver
@@ -206,7 +209,7 @@ class CpsatScheduler:
         stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective, terms)
         v.add_hint(hint)
         volumes = claims.derive(hint) if claims.derive else {}
-        started = time.perf_counter()
+        started = self._clock()
         counts = hint
         reference = hint if reference is None else reference
         optimal, info = True, []
@@ -220,7 +223,7 @@ class CpsatScheduler:
                 info.append({"stage": stage.name, "status": "OPTIMAL (hint places every pod)",
                              "objective": stage.best, "bound": bound, "greedy": greedy_obj, "seconds": 0.0})
                 continue
-            remaining = seconds - (time.perf_counter() - started)
+            remaining = seconds - (self._clock() - started)
             share = remaining * (stage.share if k < len(stages) - 1 else 1.0)
             (model.maximize if stage.maximize else model.minimize)(stage.expr)
             if stage.surrogate:
@@ -286,9 +289,15 @@ class CpsatScheduler:
             empty = np.zeros(0, np.int64)
             return GroupDomain(empty, empty, empty)
 
+    def _clock(self) -> float:
+        """What time budgets are counted in: the search's deterministic time in deterministic mode (so the same
+        input and seed give the same plan whatever the machine's load), wall seconds otherwise."""
+        return self._searched if self.opts.deterministic else time.perf_counter()
+
     def _run(self, solver: cp_model.CpSolver, model: cp_model.CpModel, stage: str):
         hook = self.opts.on_progress
         status = solver.solve(model, _Progress(hook, stage) if hook else None)
+        self._searched += solver.response_proto.deterministic_time
         if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage)
         return status
@@ -386,7 +395,8 @@ class CpsatScheduler:
         scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
         comps = self._components(groups, scope, GroupMatcher(self.index, groups))
         solved = self._solve_components(comps, domains, scope, hint, reference, volume_hint,
-                                        max(0.05, seconds - (time.perf_counter() - started)))
+                                        seconds if self.opts.deterministic
+                                        else max(0.05, seconds - (time.perf_counter() - started)))
 
         cpsat_nodes = self._assign(groups, solved.counts)
         cp_vec = _placed_vector(pods, {i for i, n in cpsat_nodes.items() if n is not None})
@@ -487,7 +497,7 @@ class CpsatScheduler:
                 merged.counts.update({g.gid: {} for g in comp})
                 continue
             comp_budget = budget * size / sum(sizes)
-            comp_started = time.perf_counter()
+            comp_started = self._clock()
             ref = {g.gid: reference[g.gid] for g in comp}
             scoped = [g for g in comp if len(scope[g.gid]) < len(domains[g.gid].nodes)]
             short = any(sum(ref[g.gid].values()) < g.size for g in comp)
@@ -498,7 +508,7 @@ class CpsatScheduler:
                 log.exception("building or solving a model of %d groups failed", len(comp))
                 res = ComponentResult({g.gid: hint[g.gid] for g in comp}, False, 0, 0, 0,
                                       [{"stage": "model", "status": "ERROR", "error": internal_error(exc)}], ok=False)
-            left = comp_budget - (time.perf_counter() - comp_started)
+            left = comp_budget - (self._clock() - comp_started)
             unplaced = any(sum(res.counts.get(g.gid, {}).values()) < g.size for g in comp)
             if res.ok and scoped and unplaced and left > 0.1:
                 full = {g.gid: domains[g.gid].nodes if g in scoped else scope[g.gid] for g in comp}
@@ -635,7 +645,8 @@ class CpsatScheduler:
         windows = [pods[i : i + size] for i in range(0, len(pods), size)]
         names = self.index.node_names
         for k, wpods in enumerate(windows):
-            remaining = self.opts.time_limit - (time.perf_counter() - started)
+            spent = self._searched if self.opts.deterministic else time.perf_counter() - started
+            remaining = self.opts.time_limit - spent
             window, placements, evictions = self.solve_window(wpods, max(0.05, remaining / (len(windows) - k)))
             self._fill_reasons(placements)
             plan.windows.append(window)

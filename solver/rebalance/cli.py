@@ -148,6 +148,8 @@ class Metrics:
               help="Seconds for the model.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
               help="CP-SAT workers; with --format roadef, cooperating searches (one process each).")
+@click.option("--deterministic/--wall-clock", default=True, show_default=True,
+              help="Count --time-limit in CP-SAT's deterministic seconds (same seed, same moves) or in wall time.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--output", "-O", "output", type=click.Choice(["table", "json", "yaml"]), default="table",
               show_default=True)
@@ -168,8 +170,8 @@ class Metrics:
 @click.option("--format", "fmt", type=click.Choice(["k8s", "roadef"]), default="k8s", show_default=True,
               help="roadef: STATE is MODEL ASSIGNMENT of a ROADEF 2012 instance; -o gets the new assignment.")
 def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespace, min_gain, no_pending, policy_path,
-              config_path, time_limit, workers, seed, output, out_file, do_apply, kubeconfig, context, timeout,
-              scheduler_name, every, runs, metrics_port, fmt):
+              config_path, time_limit, workers, deterministic, seed, output, out_file, do_apply, kubeconfig, context,
+              timeout, scheduler_name, every, runs, metrics_port, fmt):
     """Propose (and with --apply, carry out) bounded, PDB-safe moves that pack, balance or repair the cluster.
 
     Dry run by default: the plan says what it simulated. Every move has a destination; moves come in waves
@@ -202,7 +204,8 @@ def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespac
     policy = load_policy(policy_path)
     opts = RebalanceOptions(goal=goal, max_moves=max_moves, max_moves_per_node=max_moves_per_node,
                             max_moves_per_namespace=max_moves_per_namespace, min_gain=min_gain,
-                            time_limit=time_limit, workers=workers, seed=seed, place_pending=not no_pending)
+                            time_limit=time_limit, workers=workers, seed=seed, place_pending=not no_pending,
+                            deterministic=deterministic)
     interval = parse_duration(every) if every else None
     metrics = Metrics(metrics_port) if interval is not None else None
     n = 0

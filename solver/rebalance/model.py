@@ -57,6 +57,40 @@ class RebalanceOptions:
     workers: int = 2
     seed: int = 0
     place_pending: bool = True
+    deterministic: bool = True  # time counted in CP-SAT's deterministic seconds: the same seed, the same moves
+
+
+@dataclass
+class Budget:
+    """A rebalance's search time: deterministic seconds of CP-SAT (the same input and seed give the same plan
+    whatever the machine's load) or wall seconds. A deterministic stage also stops after 4 × its share + 2 s of
+    wall time, a net for a search that would overrun its budget by far; the stage then says "limit": "wall-clock"."""
+
+    seconds: float
+    deterministic: bool = True
+    spent: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+
+    def left(self) -> float:
+        return self.seconds - (self.spent if self.deterministic else time.perf_counter() - self.started)
+
+    def solver(self, share: float, workers: int, seed: int) -> cp_model.CpSolver:
+        solver = cp_model.CpSolver()
+        p = solver.parameters
+        p.random_seed = seed
+        p.num_workers = max(1, workers)
+        if self.deterministic:
+            p.interleave_search = True
+            p.max_deterministic_time = share
+            p.max_time_in_seconds = 4 * share + 2
+        else:
+            p.max_time_in_seconds = share
+        return solver
+
+    def record(self, solver: cp_model.CpSolver) -> bool:
+        """Count the solve's time; True when the wall-clock net stopped it (deterministic mode)."""
+        self.spent += solver.response_proto.deterministic_time
+        return self.deterministic and solver.wall_time >= 0.99 * solver.parameters.max_time_in_seconds
 
 
 @dataclass
@@ -139,7 +173,7 @@ class ThresholdGoal:
 
 def solve(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts: RebalanceOptions,
           movable: set[str], pending: list[str], target_pct: dict[str, float] | None,
-          deadline: float) -> Target | None:
+          budget: Budget) -> Target | None:
     """Solve the rebalancing model; None when it is infeasible (a movable pod with nowhere legal to go)."""
     rel = relaxed_index(index, movable)
     state = ClusterState(rel)
@@ -263,16 +297,13 @@ def solve(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts: Re
     solution = None
     value = None
     for k, stage in enumerate(stages):
-        left = deadline - time.perf_counter()
-        share = max(0.2, left / (len(stages) - k))
+        share = max(0.2, budget.left() / (len(stages) - k))
         (model.maximize if stage.maximize else model.minimize)(stage.expr)
-        solver = cp_model.CpSolver()
-        p = solver.parameters
-        p.random_seed = opts.seed
-        p.num_workers = max(1, opts.workers)
-        p.max_time_in_seconds = share
+        solver = budget.solver(share, opts.workers, opts.seed)
         status = solver.solve(model)
         info = {"stage": stage.name, "status": solver.status_name(status), "seconds": round(solver.wall_time, 3)}
+        if budget.record(solver) and status != cp_model.OPTIMAL:
+            info["limit"] = "wall-clock"  # stopped by the safety net: this stage is not reproducible
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             target.stages.append(info)
             if solution is None:

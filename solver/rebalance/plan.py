@@ -26,7 +26,7 @@ from kplace.models.index import ClusterIndex
 from ..framework.config import SchedulerConfig
 from ..plugins.defaultpreemption import matching_pdbs
 from .check import StateChecker, StateViolation, count_by_kind
-from .model import GOALS, RebalanceOptions, Target, solve
+from .model import GOALS, Budget, RebalanceOptions, Target, solve
 from .policy import Policy, is_node_bound_daemon, move_cost, never_move_reason
 from .waves import Step, build_waves
 
@@ -144,7 +144,7 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     if opts.goal not in GOALS:
         raise ValueError(f"goal must be one of {', '.join(GOALS)}, got {opts.goal!r}")
     started = time.perf_counter()
-    deadline = started + opts.time_limit
+    budget = Budget(opts.time_limit, opts.deterministic)
     checker = StateChecker(index)
     start = {pi.key: int(pi.node) for pi in index.pods if pi.node >= 0}
     before_v = checker.violations(start)
@@ -165,7 +165,7 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     for _attempt in range(4):
         movable = {pi.key for pi in index.bound if pi.key not in pinned}
         target = solve(index, config, policy, opts, movable, pending if opts.place_pending else [], target_pct,
-                       deadline)
+                       budget)
         if target is None:
             violators = [k for k in tolerated if k in movable]
             if violators:
