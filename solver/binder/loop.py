@@ -73,6 +73,11 @@ class RunOptions:
     config_path: str | None = None
 
 
+PROBE_INTERVAL = 5.0  # seconds between API server probes (GET /version)
+PROBE_TIMEOUT = 5.0
+PROBE_STALE = 3 * PROBE_INTERVAL + PROBE_TIMEOUT  # /readyz fails when no probe succeeded for this long
+
+
 def backoff_seconds(attempts: int, initial: float = 1.0, maximum: float = 10.0) -> float:
     """kube's pod backoff: initial·2^(attempts-1), at most `maximum` (1 s, 2 s, 4 s, 8 s, 10 s, ...)."""
     return min(initial * 2 ** max(attempts - 1, 0), maximum)
@@ -152,19 +157,20 @@ class Informer(threading.Thread):
         self.client, self.kind, self.cache, self.stop_event, self.metrics = client, kind, cache, stop, metrics
         self.watch_timeout = watch_timeout
         self.error: str | None = None
+        self.failures = 0  # consecutive failed list/watch attempts (0: the last one worked)
 
     def run(self) -> None:
-        failures = 0
         while not self.stop_event.is_set():
             try:
                 items, rv = list_all(self.client, self.kind)
                 self.metrics.relists.labels(self.kind).inc()
                 self.cache.replace_all(self.kind, items)
                 _event(logging.INFO, "listed", kind=self.kind, items=len(items), resourceVersion=rv)
-                failures = 0
+                self.failures, self.error = 0, None
                 self._watch(rv)
             except Exception as exc:  # keep informing: log, back off, re-list
-                failures += 1
+                self.failures += 1
+                failures = self.failures
                 self.error = str(exc)
                 wait = backoff_seconds(failures, 0.5, 10.0)
                 _event(logging.WARNING, "list/watch failed; re-listing", kind=self.kind, error=str(exc),
@@ -236,6 +242,7 @@ class Runner:
         self.http: ThreadingHTTPServer | None = None
         self.informers: list[Informer] = []
         self.healthy = False
+        self.api_ok_at: float | None = None  # monotonic time the API server last answered the prober
 
     # --- control -----------------------------------------------------------------------------------
 
@@ -255,10 +262,38 @@ class Runner:
         threading.Thread(target=self.http.serve_forever, name="metrics", daemon=True).start()
         _event(logging.INFO, "serving /healthz and /metrics", address=self.opts.bind_address, port=self.port)
 
+    def ready(self) -> tuple[bool, str]:
+        """(ready, why not): the informers have synced and their last list/watch worked, and the API server
+        answered the prober within the last PROBE_STALE seconds (a black-holed server fails this, too)."""
+        if not self.healthy:
+            return False, "not synced yet" if not self.stop_event.is_set() else "stopping"
+        failing = [i.kind for i in self.informers if i.failures or not i.is_alive()]
+        if failing:
+            return False, f"list/watch failing for {', '.join(failing)}"
+        if self.api_ok_at is None or time.monotonic() - self.api_ok_at > PROBE_STALE:
+            return False, "the API server did not answer its last probes"
+        return True, "ok"
+
+    def _probe(self) -> None:
+        """GET /version every PROBE_INTERVAL seconds, each within PROBE_TIMEOUT."""
+        from .kube import request_timeout
+
+        while not self.stop_event.is_set():
+            try:
+                resp = self.client.call_api("/version", "GET", _preload_content=False, auth_settings=["BearerToken"],
+                                            _request_timeout=request_timeout(PROBE_TIMEOUT))
+                resp = resp[0] if isinstance(resp, tuple) else resp
+                resp.release_conn()
+                self.api_ok_at = time.monotonic()
+            except Exception as exc:  # any failure means "not reachable now"
+                _event(logging.WARNING, "API server probe failed", error=str(exc)[:200])
+            self.stop_event.wait(PROBE_INTERVAL)
+
     def run(self) -> int:
         """Run until stopped; returns the number of windows committed."""
         if self.http is None:
             self.start_http()
+        threading.Thread(target=self._probe, name="apiserver-probe", daemon=True).start()
         for kind in WATCHED:
             inf = Informer(self.client, kind, self.cache, self.stop_event, self.metrics,
                            watch_timeout=self.opts.watch_timeout)
@@ -490,9 +525,12 @@ def _metrics_handler(runner: Runner):
 
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
-            if path in ("/healthz", "/readyz", "/livez"):
-                ok = runner.healthy and all(i.is_alive() for i in runner.informers)
-                body, ctype, code = (b"ok" if ok else b"not ready"), "text/plain; charset=utf-8", 200 if ok else 503
+            if path in ("/healthz", "/livez"):  # alive: the loop and its informers run
+                ok = not runner.stop_event.is_set() and all(i.is_alive() for i in runner.informers)
+                body, ctype, code = (b"ok" if ok else b"stopped"), "text/plain; charset=utf-8", 200 if ok else 503
+            elif path == "/readyz":
+                ok, why = runner.ready()
+                body, ctype, code = why.encode(), "text/plain; charset=utf-8", 200 if ok else 503
             elif path == "/metrics":
                 body, ctype = runner.metrics.text()
                 code = 200

@@ -470,6 +470,9 @@ def _handler(api: FakeApiServer):
             if begun is None:
                 return
             path, query, _ = begun
+            if path == "/version":
+                self._send(200, {"major": "1", "minor": "35", "gitVersion": "v1.35.0-kplace-fake"})
+                return
             one = _ONE_POD.match(path)
             if one is not None:
                 with api.lock:

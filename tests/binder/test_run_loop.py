@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -181,3 +182,37 @@ def test_kplace_run_stops_cleanly_on_sigterm_and_logs_json_lines(fake_api):
     assert "window committed" in msgs and "signal received; stopping" in msgs and msgs[-1] == "stopped"
     committed = next(entry for entry in lines if entry["msg"] == "window committed")
     assert committed["scheduled"] == 1 and committed["level"] == "info" and "ts" in committed
+
+
+def _probe(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_readyz_follows_the_api_server_through_refusals_and_black_holes_while_healthz_stays_alive(fake_api,
+                                                                                                   monkeypatch):
+    from kplace.solver.binder import loop
+
+    monkeypatch.setattr(loop, "PROBE_INTERVAL", 0.1)
+    monkeypatch.setattr(loop, "PROBE_TIMEOUT", 0.3)
+    monkeypatch.setattr(loop, "PROBE_STALE", 0.8)
+    api = fake_api([node("a"), pod("p", spec=OURS)])
+    runner, thread = _start(api, idle_exit=None)
+    try:
+        assert _wait(lambda: runner.http is not None)
+        base = f"http://127.0.0.1:{runner.port}"
+        assert _wait(lambda: _probe(base + "/readyz") == 200)
+        api.fail("^/version$", 503, times=40, method="GET")  # the API server refuses
+        assert _wait(lambda: _probe(base + "/readyz") == 503)
+        assert _probe(base + "/healthz") == 200
+        assert _wait(lambda: _probe(base + "/readyz") == 200)  # it recovers
+        api.fail("^/version$", 0, times=30, delay=1.0, method="GET")  # a black hole: no answer in time
+        assert _wait(lambda: _probe(base + "/readyz") == 503)
+        assert _probe(base + "/healthz") == 200
+        assert _wait(lambda: _probe(base + "/readyz") == 200, timeout=60)
+    finally:
+        runner.stop()
+        thread.join(15)
