@@ -18,14 +18,27 @@ def write_json(data: Any) -> None:
     sys.stdout.write(dumps(data))
 
 
+def _mode_for(path: Path) -> int:
+    """The permissions a plain `open(path, "w")` would give: the existing file's, else 0666 less the umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write to a temporary file beside `path`, fsync, then rename over it."""
+    """Write to a temporary file beside `path`, fsync, then rename over it (with the permissions the file has, or
+    would get from the umask: the temporary file's own 0600 never shows)."""
     path = Path(path)
+    mode = _mode_for(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
+            os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:

@@ -283,7 +283,10 @@ class Runner:
                 resp = self.client.call_api("/version", "GET", _preload_content=False, auth_settings=["BearerToken"],
                                             _request_timeout=request_timeout(PROBE_TIMEOUT))
                 resp = resp[0] if isinstance(resp, tuple) else resp
-                resp.release_conn()
+                try:
+                    resp.read()  # drain: a pooled connection given back with bytes unread breaks the next call
+                finally:
+                    resp.release_conn()
                 self.api_ok_at = time.monotonic()
             except Exception as exc:  # any failure means "not reachable now"
                 _event(logging.WARNING, "API server probe failed", error=str(exc)[:200])

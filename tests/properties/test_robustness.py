@@ -135,3 +135,20 @@ def test_a_spread_constraint_on_a_key_no_node_has_leaves_only_that_pod_pending_a
         assert by_pod["default/racky"].node is None
         assert "missing required label" in by_pod["default/racky"].reason
     assert np.all(state.index.label_column("rack")[0] < 0)
+
+
+def test_kplace_schedule_on_a_state_with_an_unsatisfiable_spread_key_schedules_the_other_pods(tmp_path):
+    from click.testing import CliRunner
+    from kplace.solver.cli import main
+    from kplace.solver.output import dumps
+
+    spread = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule",
+                                             "labelSelector": {"matchLabels": {"app": "r"}}}]}
+    state = tmp_path / "s.json"
+    state.write_text(dumps({"kind": "List", "items": [node("a"), pod("racky", labels={"app": "r"}, spec=spread),
+                                                      pod("plain")]}), encoding="utf-8")
+    for engine in ("greedy", "cpsat"):
+        res = CliRunner().invoke(main, ["schedule", str(state), "--engine", engine, "--output", "json"])
+        assert res.exit_code == 0, res.output
+        by_pod = {p["pod"]: p for p in json.loads(res.output)["placements"]}
+        assert by_pod["default/plain"]["node"] == "a" and by_pod["default/racky"]["node"] is None
