@@ -180,3 +180,24 @@ def test_serving_beyond_loopback_without_authentication_needs_an_explicit_flag(t
     res = CliRunner().invoke(main, ["extender", "serve", str(state), "--bind-address", "0.0.0.0", "--port", "0"])
     assert res.exit_code == 2
     assert "--tls-client-ca or --token-file" in res.output
+
+
+def test_a_client_that_stops_sending_mid_request_is_disconnected_after_the_idle_limit(fake_api, monkeypatch):
+    from kplace.solver.binder import extender as ext_module
+
+    monkeypatch.setattr(ext_module, "IDLE", 0.5)
+    ext = Extender(build_snapshot(*_objects()), default_config(), ExtenderOptions(engine="greedy"))
+    srv = ExtenderServer(ext, "127.0.0.1", 0).start()
+    try:
+        slow = socket.create_connection(srv.httpd.server_address[:2])
+        slow.sendall(b"POST /filter HTTP/1.1\r\nContent-Type: application/json\r\n")  # and then nothing
+        slow.settimeout(5)
+        started = time.monotonic()
+        try:
+            data = slow.recv(1024)
+        except ConnectionResetError:
+            data = b""
+        assert data == b"" and time.monotonic() - started < 4
+        slow.close()
+    finally:
+        srv.stop()
