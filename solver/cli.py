@@ -7,7 +7,10 @@ bad input, 3 when the verifier rejects a plan).
 
 from __future__ import annotations
 
+import os
 import sys
+from collections import Counter
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 
 import click
@@ -93,12 +96,47 @@ def _set_request_timeout(_ctx, _param, value: str | None) -> None:
         TIMEOUTS.call = TIMEOUTS.list = seconds
 
 
+def default_kubeconfig() -> str | None:
+    """kubectl's kubeconfig: $KUBECONFIG (a colon-separated list, merged as kubectl merges it) when one of its files
+    exists, else ~/.kube/config when it exists, else None (in a pod: the service account)."""
+    env = os.environ.get("KUBECONFIG", "")
+    if env and any(os.path.exists(os.path.expanduser(p)) for p in env.split(os.pathsep) if p):
+        return env
+    home = os.path.expanduser("~/.kube/config")
+    return home if os.path.exists(home) else None
+
+
+def _kubeconfig(_ctx, _param, value: str | None) -> str | None:
+    return value or default_kubeconfig()
+
+
 def KUBECONFIG_OPT(f):
-    """`--kubeconfig FILE` and kubectl's `--request-timeout` (per API call; default 10 s, 60 s per list page)."""
+    """`--kubeconfig FILE` (default: $KUBECONFIG, then ~/.kube/config, as kubectl) and kubectl's
+    `--request-timeout` (per API call; default 10 s, 60 s per list page)."""
     f = click.option("--request-timeout", default=None, expose_value=False, callback=_set_request_timeout,
                      metavar="DURATION", help="How long one API request may take before it fails (e.g. 5s, 1m).")(f)
-    return click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
-                        help="Read the cluster through the API (when no STATE is given) / commit to it.")(f)
+    return click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, callback=_kubeconfig,
+                        help="Read the cluster through the API (when no STATE is given) / commit to it. Default: "
+                             "$KUBECONFIG, then ~/.kube/config.")(f)
+
+
+_NAMESPACE = "kplace.namespace"
+
+
+def _namespace(ctx: click.Context, _param, value: str | None) -> str | None:
+    if value:
+        ctx.find_root().meta[_NAMESPACE] = value
+    return value
+
+
+def NAMESPACE_OPTS(f):
+    """kubectl's `-n/--namespace` (decide only that namespace's pending pods) and `-A/--all-namespaces` (the
+    default: every namespace's)."""
+    f = click.option("-A", "--all-namespaces", "all_namespaces", is_flag=True, expose_value=False,
+                     help="Decide the pending pods of every namespace (the default).")(f)
+    return click.option("-n", "--namespace", default=None, expose_value=False, callback=_namespace,
+                        help="Decide only this namespace's pending pods (bound pods of every namespace still count "
+                             "for the rules).")(f)
 CONTEXT_OPT = click.option("--context", default=None, help="kubeconfig context to use.")
 
 
@@ -114,11 +152,66 @@ def load_snapshot(state: tuple[str, ...], kubeconfig: str | None = None, context
         return read_cluster(kubeconfig, context)
     raise click.UsageError("give STATE files (or - for stdin), or --kubeconfig to read the live cluster")
 EXIT_COMMIT = 4  # a commit to the API server that did not fully succeed
+EXIT_UNPLACED = 5  # schedule --fail-on-unplaced: some pending pod was left unplaced
 
-OUTPUT_OPT = click.option(
-    "--output", "-O", "output", type=click.Choice(["table", "json"]), default="table", show_default=True,
-    help="Human table or machine-readable JSON.",
-)
+FORMATS = ("table", "wide", "json", "yaml", "name")
+_LEGACY_FILE = "kplace.legacy_output_file"
+
+
+def _warn(text: str) -> None:
+    click.echo(f"kplace: warning: {text}", err=True)
+
+
+def _output_value(formats: tuple[str, ...], ctx: click.Context, _param, values: tuple[str, ...]) -> str:
+    """kubectl's -o: the format. A value that is no format is the old `-o FILE` (one release more, with a warning)."""
+    chosen = [v for v in values if v in formats]
+    files = [v for v in values if v not in formats]
+    if len(set(chosen)) > 1:
+        raise click.BadParameter(f"give one format, not {', '.join(chosen)}", param_hint="-o/--output")
+    for v in files:
+        if v in FORMATS:
+            raise click.BadParameter(f"{v!r} is not an output format of this command (formats: "
+                                     f"{', '.join(formats)})", param_hint="-o/--output")
+        if "." not in v and "/" not in v and v != "-":
+            raise click.BadParameter(f"{v!r} is not an output format (formats: {', '.join(formats)})",
+                                     param_hint="-o/--output")
+        _warn(f"-o FILE is deprecated: -o is the output format, as in kubectl; write the file with --output-file "
+              f"{v}")
+        ctx.meta[_LEGACY_FILE] = v
+    return chosen[-1] if chosen else formats[0]
+
+
+def _legacy_format(ctx: click.Context, _param, value: str | None) -> None:
+    if value is not None:
+        _warn(f"-O {value} is deprecated: use -o {value} (or --output {value})")
+        ctx.meta["kplace.legacy_format"] = value
+
+
+def OUTPUT_OPTS(*formats: str, file: str | None = None):
+    """kubectl's `-o, --output FORMAT` (the first of `formats` by default), and with `file` an `--output-file FILE`
+    option saying what is written there, atomically. The old `-O FORMAT` and `-o FILE` still work, with a warning."""
+    formats = formats or ("table", "json", "yaml")
+
+    def deco(f):
+        if file:
+            f = click.option("--output-file", "out_file", type=click.Path(dir_okay=False), default=None,
+                             metavar="FILE", help=file)(f)
+        f = click.option("-O", "legacy_format", hidden=True, default=None, expose_value=False,
+                         type=click.Choice(formats), callback=_legacy_format)(f)
+        return click.option("-o", "--output", "output", multiple=True, metavar="|".join(formats),
+                            callback=partial(_output_value, formats),
+                            help=f"Output format: {', '.join(formats)} (default {formats[0]}).")(f)
+
+    return deco
+
+
+def output_choice(output: str, out_file: str | None = None) -> tuple[str, str | None]:
+    """(format, file) with the deprecated spellings folded in."""
+    meta = click.get_current_context().meta
+    return meta.get("kplace.legacy_format") or output, out_file or meta.get(_LEGACY_FILE)
+
+
+OUTPUT_OPT = OUTPUT_OPTS("table", "json", "yaml")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -147,19 +240,20 @@ def inspect(state: tuple[str, ...], output: str, kubeconfig: str | None, context
     \b
     Examples:
       kplace inspect state.json
-      kplace inspect cluster/ apps/deploy.yaml --output json
+      kplace inspect cluster/ apps/deploy.yaml -o json
       kubectl get nodes,pods -A -o json | kplace inspect -
     """
     from kplace.models import compile_index
 
     from .inspect import render_summary, summarize
 
+    output, _ = output_choice(output)
     index = compile_index(load_snapshot(state, kubeconfig, context))
     summary = summarize(index)
-    if output == "json":
-        from .output import write_json
+    if output in ("json", "yaml"):
+        from .output import write_data
 
-        write_json(summary)
+        write_data(summary, output)
     else:
         render_summary(summary)
 
@@ -213,10 +307,19 @@ def resolve_config(config_path: str | None, embedded: dict | None = None):
 
 def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str | None = None,
                context: str | None = None):
-    """(ClusterIndex, SchedulerConfig) from state files or the live cluster, and --config/--policy-config-file."""
+    """(ClusterIndex, SchedulerConfig) from state files or the live cluster, and --config/--policy-config-file.
+    With `-n/--namespace`, only that namespace's pending pods are decided; every bound pod, whatever its
+    namespace, still counts for the rules (capacity, affinity, spread)."""
+    from dataclasses import replace
+
     from kplace.models import compile_index
 
     snapshot = load_snapshot(state, kubeconfig, context)
+    ctx = click.get_current_context(silent=True)
+    namespace = ctx.find_root().meta.get(_NAMESPACE) if ctx is not None else None
+    if namespace:
+        pods = [p for p in snapshot.pods if p.spec.node_name or p.metadata.namespace == namespace]
+        snapshot = replace(snapshot, pods=pods)
     return compile_index(snapshot), resolve_config(config_path, snapshot.scheduler_config)
 
 
@@ -229,33 +332,37 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
 @click.option("--tie-break", type=click.Choice(["order", "random"]), default="order", show_default=True,
               help="order: kube 1.35's heap order (deterministic); random: uniform among top nodes, seeded.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice.")
-@OUTPUT_OPT
+@OUTPUT_OPTS("table", "wide", "json", "yaml", "name",
+             file="With --bind none: write the JSON plan here; with --bind manifest: the Binding manifest.")
 @click.option("--bind", type=click.Choice(["none", "manifest", "api"]), default="none", show_default=True,
-              help="none: report only; manifest: write v1 Bindings (and Evictions) to -o; api: POST pods/binding.")
-@click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="With --bind none: write the JSON plan here; with --bind manifest: the Binding manifest.")
+              help="none: report only; manifest: write v1 Bindings (and Evictions) to --output-file; api: POST "
+                   "pods/binding.")
 @click.option("--manifest-format", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+@click.option("--fail-on-unplaced", is_flag=True,
+              help=f"Exit {EXIT_UNPLACED} when some pending pod is left unplaced (for scripts and CI).")
 @KUBECONFIG_OPT
 @CONTEXT_OPT
+@NAMESPACE_OPTS
 @click.option("--dry-run", is_flag=True, help="With --bind api: the API server's server-side dry run.")
 def schedule(state, engine, window, time_limit, workers, objective, deterministic, config_path, tie_break, seed,
-             output, bind, out_file, manifest_format, kubeconfig, context, dry_run):
+             output, out_file, bind, manifest_format, fail_on_unplaced, kubeconfig, context, dry_run):
     """Place every pending pod and report each pod's node, or kube's reason why not.
 
     \b
     Examples:
       kplace schedule state.json
       kplace schedule state.json --engine greedy --config sched.yaml
-      kplace schedule state.json --window 500 --time-limit 30 --objective pack --output json -o plan.json
-      kplace schedule state.json --bind manifest -o bindings.yaml && kubectl create -f bindings.yaml
+      kplace schedule state.json --window 500 --time-limit 30 --objective pack -o json --output-file plan.json
+      kplace schedule state.json --bind manifest --output-file bindings.yaml && kubectl create -f bindings.yaml
       kplace schedule --kubeconfig ~/.kube/config --bind api --dry-run
     """
-    from .output import dumps, write_atomic, write_json
+    from .output import dumps, write_atomic, write_data
     from .report import render_plan
     from .schedule import decide
 
+    output, out_file = output_choice(output, out_file)
     if bind == "manifest" and not out_file:
-        raise click.UsageError("--bind manifest needs -o FILE for the Binding manifest")
+        raise click.UsageError("--bind manifest needs --output-file FILE for the Binding manifest")
     if bind == "api" and not kubeconfig:
         raise click.UsageError("--bind api needs --kubeconfig")
     index, config = load_index(state, config_path, kubeconfig, context)
@@ -276,14 +383,19 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
         extra = {"bind_timeout": bind_timeout_of(config)} if bind == "api" else {}
         data["commit"] = commit(plan, index, bind, out_file=out_file, fmt=manifest_format, kubeconfig=kubeconfig,
                                 context=context, dry_run=dry_run, **extra)
-    if output == "json":
-        write_json(data)
+    if output in ("json", "yaml"):
+        write_data(data, output)
+    elif output == "name":
+        for p in plan.placements:
+            if p.node is not None:
+                click.echo(f"pod/{p.pod}")
     else:
-        render_plan(plan)
+        render_plan(plan, wide=output == "wide")
         if bind != "none":
             from .binder import render_commit
 
             render_commit(data["commit"])
+    unplaced = sum(1 for p in plan.placements if p.node is None)
     if bind == "api":
         from .binder import commit_shortfall
 
@@ -291,6 +403,9 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
         if short:
             click.echo(f"kplace: error: {short}", err=True)
             sys.exit(EXIT_COMMIT)
+    if fail_on_unplaced and unplaced:
+        click.echo(f"kplace: error: {unplaced} of {len(plan.placements)} pending pod(s) left unplaced", err=True)
+        sys.exit(EXIT_UNPLACED)
 
 
 @main.command()
@@ -302,6 +417,7 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
 @OUTPUT_OPT
 @KUBECONFIG_OPT
 @CONTEXT_OPT
+@NAMESPACE_OPTS
 def explain(state, pod_key, config_path, candidates, output, kubeconfig, context):
     """Show every filter's verdict and every score, per node, for one pod, and the node kube would pick.
 
@@ -310,18 +426,19 @@ def explain(state, pod_key, config_path, candidates, output, kubeconfig, context
     \b
     Examples:
       kplace explain state.json --pod default/web-0
-      kplace explain state.json --pod default/web-0 --candidates all --output json
+      kplace explain state.json --pod default/web-0 --candidates all -o json
       kplace explain state.json --pod default/web-0 --candidates node-1,node-2
     """
     from .explain import explain_pod, render_explain
-    from .output import write_json
+    from .output import write_data
 
+    output, _ = output_choice(output)
     if "/" not in pod_key:
-        pod_key = f"default/{pod_key}"
+        pod_key = f"{click.get_current_context().find_root().meta.get(_NAMESPACE) or 'default'}/{pod_key}"
     index, config = load_index(state, config_path, kubeconfig, context)
     result = explain_pod(index, config, pod_key, candidates)
-    if output == "json":
-        write_json(result)
+    if output in ("json", "yaml"):
+        write_data(result, output)
     else:
         render_explain(result)
 
@@ -339,23 +456,30 @@ def verify(state, output, config_path):
 
     \b
     Examples:
-      kplace schedule state.json --output json -o plan.json
+      kplace schedule state.json -o json --output-file plan.json
       kplace verify state.json plan.json
     """
     from .measure import plan_measure
-    from .output import write_json
+    from .output import write_data
     from .verify import load_plan, render_violations, verify_plan
 
+    output, _ = output_choice(output)
     if len(state) < 2:
         raise click.UsageError("give the state and then the plan: kplace verify STATE... PLAN")
     *state_files, plan_file = state
+    try:
+        plan = load_plan(plan_file)
+    except KplaceError:
+        if any(_is_plan(f) for f in state_files):
+            raise click.UsageError(f"{plan_file} is not a plan but an earlier argument is: the plan comes last "
+                                   "(kplace verify STATE... PLAN)") from None
+        raise
     index, config = load_index(tuple(state_files), config_path)
-    plan = load_plan(plan_file)
     violations = verify_plan(index, plan)
     score = None if violations else plan_measure(index, config, plan)
-    if output == "json":
-        write_json({"ok": not violations, "violations": [v.to_dict() for v in violations],
-                    "score": score.to_dict() if score else None})
+    if output in ("json", "yaml"):
+        write_data({"ok": not violations, "violations": [v.to_dict() for v in violations],
+                    "score": score.to_dict() if score else None}, output)
     else:
         render_violations(violations)
         if score is not None:
@@ -365,29 +489,40 @@ def verify(state, output, config_path):
     sys.exit(1 if violations else 0)
 
 
+def _is_plan(path: str) -> bool:
+    from .verify import load_plan
+
+    try:
+        load_plan(path)
+        return True
+    except (KplaceError, OSError):
+        return False
+
+
 @main.command()
 @click.argument("workload", metavar="WORKLOAD")
 @click.option("--nodes", type=click.IntRange(min=1), default=None, help="Number of nodes (workload default).")
 @click.option("--pods", type=click.IntRange(min=0), default=None, help="Number of pending pods (workload default).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Workload-specific parameter.")
-@click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), required=True,
-              help="Where to write the kubectl-style v1 List (JSON), atomically.")
-def generate(workload, nodes, pods, seed, params, out_file):
-    """Generate a benchmark cluster state as a kubectl-style v1 List.
+@OUTPUT_OPTS("json", "yaml", file="Write the List here (atomically) instead of to stdout.")
+def generate(workload, nodes, pods, seed, params, output, out_file):
+    """Generate a benchmark cluster state as a kubectl-style v1 List (on stdout, or --output-file).
 
-    WORKLOAD is one of the generators listed by `kplace generate list -o -`.
+    WORKLOAD is one of the generators that `kplace generate list` lists.
 
     \b
     Examples:
-      kplace generate perf-basic --nodes 5000 --pods 10000 -o basic.json
-      kplace generate dcm --nodes 500 --param fraction=100 -o dcm.json
+      kplace generate list
+      kplace generate perf-basic --nodes 5000 --pods 10000 --output-file basic.json
+      kplace generate dcm --nodes 500 --param fraction=100 > dcm.json
     """
     from kplace.instances.generators import generate as make
     from kplace.instances.generators import list_workloads
 
-    from .output import dumps, write_atomic
+    from .output import dumps_as, write_atomic
 
+    output, out_file = output_choice(output, out_file)
     if workload == "list":
         for name, desc in list_workloads().items():
             click.echo(f"{name:28} {desc}")
@@ -399,10 +534,15 @@ def generate(workload, nodes, pods, seed, params, out_file):
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
         kv[key] = value
     data = make(workload, nodes=nodes, pods=pods, seed=seed, params=kv)
-    if out_file == "-":
-        sys.stdout.write(dumps(data))
-    else:
-        write_atomic(out_file, dumps(data))
+    text = dumps_as(data, output)
+    if out_file in (None, "-"):
+        sys.stdout.write(text)
+        return
+    write_atomic(out_file, text)
+    kinds = Counter(o.get("kind") for o in data.get("items", []))
+    pending = sum(1 for o in data.get("items", []) if o.get("kind") == "Pod" and not o["spec"].get("nodeName"))
+    click.echo(f"wrote {workload} to {out_file}: {kinds.get('Node', 0)} nodes, {kinds.get('Pod', 0)} pods "
+               f"({pending} pending), {sum(kinds.values())} objects", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -124,7 +124,7 @@ def render_explain(result: dict[str, Any], limit: int = 40) -> None:
     nodes = sorted(result["nodes"], key=lambda n: (n["name"] != result["selected"], not n["feasible"],
                                                    -n["total"], n["name"]))
     t = Table(title=f"Filters for pod {result['pod']} (U: unschedulable, UU: unresolvable)", title_justify="left")
-    t.add_column("node")
+    t.add_column("node", overflow="fold")
     t.add_column("verdict")
     t.add_column("failing plugins", overflow="fold")
     for n in nodes[:limit]:
@@ -138,7 +138,7 @@ def render_explain(result: dict[str, Any], limit: int = 40) -> None:
     if scored:
         names = list(scored[0]["scores"])
         t = Table(title="Scores (normalised 0-100, before weights) and weighted total", title_justify="left")
-        t.add_column("node", no_wrap=True)
+        t.add_column("node", overflow="fold")
         for name in names:
             t.add_column(SHORT.get(name, name), justify="right")
         t.add_column("total", justify="right")
@@ -146,7 +146,7 @@ def render_explain(result: dict[str, Any], limit: int = 40) -> None:
             t.add_row(n["name"], *(str(n["scores"][k]) for k in names), f"[bold]{n['total']}[/]")
         console.print(t)
     if len(nodes) > limit:
-        console.print(f"... {len(nodes) - limit} more nodes (use --output json for all)")
+        console.print(f"... {len(nodes) - limit} more nodes (-o json for all)")
     console.print(f"selected: [bold]{result['selected'] or '(none)'}[/]")
     if result.get("message"):
         console.print(f"[yellow]{result['message']}[/]", highlight=False)

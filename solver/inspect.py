@@ -119,7 +119,7 @@ def render_summary(summary: dict[str, Any]) -> None:
         if not data:
             return
         t = Table(title=title, title_justify="left")
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
         t.add_column("nodes", justify="right")
         for k, v in data.items():
             t.add_row(k, str(v))
@@ -142,7 +142,7 @@ def render_summary(summary: dict[str, Any]) -> None:
     for title, key, col in (("Pods by namespace", "by_namespace", "namespace"),
                             ("Pods by priority", "by_priority", "priority")):
         t = Table(title=title, title_justify="left")
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
         t.add_column("bound", justify="right")
         t.add_column("pending", justify="right")
         for k, v in pods[key].items():
@@ -152,7 +152,7 @@ def render_summary(summary: dict[str, Any]) -> None:
     if summary["pdbs"]:
         t = Table(title="PodDisruptionBudgets", title_justify="left")
         for c in ("pdb", "minAvailable", "maxUnavailable", "disruptionsAllowed"):
-            t.add_column(c)
+            t.add_column(c, overflow="fold")
         for p in summary["pdbs"]:
             da = str(p["disruptionsAllowed"]) + ("" if p["fromStatus"] else " (computed)")
             def show(v: object) -> str:

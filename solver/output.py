@@ -18,6 +18,19 @@ def write_json(data: Any) -> None:
     sys.stdout.write(dumps(data))
 
 
+def dumps_as(data: Any, fmt: str) -> str:
+    """`data` as JSON or YAML text (kubectl's -o json / -o yaml)."""
+    if fmt == "yaml":
+        import yaml
+
+        return yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=False, allow_unicode=True)
+    return dumps(data)
+
+
+def write_data(data: Any, fmt: str) -> None:
+    sys.stdout.write(dumps_as(data, fmt))
+
+
 def _mode_for(path: Path) -> int:
     """The permissions a plain `open(path, "w")` would give: the existing file's, else 0666 less the umask."""
     try:
@@ -53,11 +66,17 @@ def quiet_broken_pipe() -> None:
     raise SystemExit(0)
 
 
+PIPE_WIDTH = 200
+
+
 def console(**kwargs: Any):
-    """A rich Console for kplace's tables. Piped into `head`, it stops quietly with exit code 0 (rich's own
-    handler exits with 1)."""
+    """A rich Console for kplace's tables. Written to a pipe or a file (and no COLUMNS), tables are PIPE_WIDTH wide
+    rather than 80, so that nothing is cut; identifiers fold rather than end in "…" on a narrow terminal. Piped
+    into `head`, it stops quietly with exit code 0 (rich's own handler exits with 1)."""
     from rich.console import Console
 
+    if "width" not in kwargs and "COLUMNS" not in os.environ and not sys.stdout.isatty():
+        kwargs["width"] = PIPE_WIDTH
     class _Console(Console):
         def on_broken_pipe(self) -> None:
             quiet_broken_pipe()

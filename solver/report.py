@@ -6,8 +6,14 @@ from collections import Counter
 
 from kplace.models.plan import Plan
 
+LEGEND = ("groups: sets of identical pods that share count variables; models: independent CP-SAT models (groups no "
+          "rule ties together); objective: pods placed (weighted by priority when several), or the --objective goal; "
+          "vs greedy: that figure minus greedy's; gap: distance to the proven bound; score measure: kube's scores of "
+          "the window's pods on the plan's final state (docs/user-guide.md, Glossary)")
 
-def render_plan(plan: Plan, limit: int = 50) -> None:
+
+def render_plan(plan: Plan, limit: int = 50, wide: bool = False) -> None:
+    """The plan as tables; `wide` (-o wide) lists every placement with its priority and volume bindings."""
     from kplace.solver.output import console as make_console
     from rich.table import Table
 
@@ -33,15 +39,22 @@ def render_plan(plan: Plan, limit: int = 50) -> None:
             t.add_row(str(i), str(w["pods"]), str(w["groups"]), str(w["components"]), w["status"],
                       f"{obj:g}", delta, gap, measure, m_delta, f"{w['seconds']:.2f}")
         console.print(t)
+        console.print(f"[dim]{LEGEND}[/]", highlight=False)
     t = Table(title="Placements", title_justify="left")
-    t.add_column("pod")
-    t.add_column("node")
+    t.add_column("pod", overflow="fold")  # identifiers are never cut
+    t.add_column("node", overflow="fold")
+    if wide:
+        t.add_column("priority", justify="right")
+        t.add_column("volumes", overflow="fold")
     t.add_column("reason", overflow="fold")
-    for p in plan.placements[:limit]:
-        t.add_row(p.pod, (p.node or "[red]-[/]") + (" (preempted)" if p.nominated else ""), p.reason or "")
+    shown = plan.placements if wide else plan.placements[:limit]
+    for p in shown:
+        node = (p.node or "[red]-[/]") + (" (preempted)" if p.nominated else "")
+        extra = [str(p.priority), ", ".join(f"{k}={v}" for k, v in p.volume_bindings.items())] if wide else []
+        t.add_row(p.pod, node, *extra, p.reason or "")
     console.print(t)
-    if len(plan.placements) > limit:
-        console.print(f"... {len(plan.placements) - limit} more (use --output json for all)")
+    if len(plan.placements) > len(shown):
+        console.print(f"... {len(plan.placements) - len(shown)} more (-o wide or -o json for all)")
     unplaced = Counter(p.reason for p in plan.placements if p.node is None)
     if unplaced:
         t = Table(title="Unplaced pods by reason", title_justify="left")
@@ -53,7 +66,7 @@ def render_plan(plan: Plan, limit: int = 50) -> None:
     if plan.evictions:
         t = Table(title="Evictions (preemption)", title_justify="left")
         for c in ("pod", "node", "for", "PDB violated"):
-            t.add_column(c)
+            t.add_column(c, overflow="fold")
         for e in plan.evictions:
             t.add_row(e.pod, e.node, e.preemptor, "yes" if e.pdb_violation else "")
         console.print(t)

@@ -987,10 +987,10 @@ def render_violations(violations: list[Violation], limit: int = 100) -> None:
         return
     t = Table(title=f"{len(violations)} violation(s)", title_justify="left")
     for c in ("pod", "node", "rule"):
-        t.add_column(c)
+        t.add_column(c, overflow="fold")
     t.add_column("message", overflow="fold")
     for v in violations[:limit]:
         t.add_row(v.pod, v.node or "-", v.rule, v.message)
     console.print(t)
     if len(violations) > limit:
-        console.print(f"... {len(violations) - limit} more (use --output json for all)")
+        console.print(f"... {len(violations) - limit} more (-o json for all)")

@@ -593,7 +593,7 @@ def render_commit(summary: dict[str, Any], limit: int = 50) -> None:
     if problems:
         t = Table(title="Calls that did not succeed", title_justify="left")
         for c in ("step", "pod", "node", "result", "code", "tries", "message"):
-            t.add_column(c, overflow="fold" if c == "message" else "ellipsis")
+            t.add_column(c, overflow="fold")
         for o in problems[:limit]:
             t.add_row(o["step"], o["pod"], o["node"], o["result"], str(o["code"] or "-"), str(o["attempts"]),
                       o.get("message", ""))

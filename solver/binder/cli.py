@@ -6,7 +6,16 @@ import logging
 import sys
 
 import click
-from kplace.solver.cli import CONFIG_OPT, CONTEXT_OPT, KUBECONFIG_OPT, STATE_ARG, load_snapshot, resolve_config
+from kplace.solver.cli import (
+    CONFIG_OPT,
+    CONTEXT_OPT,
+    KUBECONFIG_OPT,
+    OUTPUT_OPTS,
+    STATE_ARG,
+    load_snapshot,
+    output_choice,
+    resolve_config,
+)
 
 _SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -29,11 +38,10 @@ LOG_LEVEL_OPT = click.option("--log-level", type=click.Choice(["debug", "info", 
 @click.command(context_settings=_SETTINGS)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), required=True, help="The cluster to read.")
 @CONTEXT_OPT
-@click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), default="-", show_default=True,
-              help="Where to write the v1 List (JSON), atomically; - for stdout.")
+@OUTPUT_OPTS("json", "yaml", file="Write the List here (atomically) instead of to stdout.")
 @click.option("--page-size", type=click.IntRange(min=1), default=500, show_default=True,
               help="Objects per list call (limit/continue), as kubectl's --chunk-size.")
-def export(kubeconfig, context, out_file, page_size):
+def export(kubeconfig, context, output, out_file, page_size):
     """Write the cluster's state as the v1 List `kubectl get ... -A -o json` would print.
 
     Lists nodes, pods, PDBs, PriorityClasses, namespaces, PVs, PVCs, StorageClasses, CSINodes, services,
@@ -41,16 +49,17 @@ def export(kubeconfig, context, out_file, page_size):
 
     \b
     Examples:
-      kplace export --kubeconfig ~/.kube/config -o state.json
+      kplace export --kubeconfig ~/.kube/config --output-file state.json
       kplace export --kubeconfig ~/.kube/config --context prod | kplace inspect -
     """
-    from kplace.solver.output import dumps, write_atomic
+    from kplace.solver.output import dumps_as, write_atomic
 
     from .live import export_list
 
+    output, out_file = output_choice(output, out_file)
     data = export_list(kubeconfig, context, page_size=page_size)
-    text = dumps(data)
-    if out_file == "-":
+    text = dumps_as(data, output)
+    if out_file in (None, "-"):
         sys.stdout.write(text)
     else:
         write_atomic(out_file, text)

@@ -7,7 +7,17 @@ from contextlib import contextmanager
 
 import click
 
-from ..cli import CONFIG_OPT, CONTEXT_OPT, CPSAT_OPTS, KUBECONFIG_OPT, OUTPUT_OPT, STATE_ARG, load_index
+from ..cli import (
+    CONFIG_OPT,
+    CONTEXT_OPT,
+    CPSAT_OPTS,
+    KUBECONFIG_OPT,
+    NAMESPACE_OPTS,
+    OUTPUT_OPTS,
+    STATE_ARG,
+    load_index,
+    output_choice,
+)
 
 
 @contextmanager
@@ -54,10 +64,11 @@ def _progress_display(time_limit: float, enabled: bool):
 @CPSAT_OPTS
 @CONFIG_OPT
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice.")
-@OUTPUT_OPT
+@OUTPUT_OPTS("table", "wide", "json", "yaml")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
               help="Write a self-contained HTML report (index.html, plots inline) and compare.json into this folder.")
 @KUBECONFIG_OPT
+@NAMESPACE_OPTS
 @CONTEXT_OPT
 def compare(state, time_limit, window, workers, objective, deterministic, config_path, seed, output, report_dir,
             kubeconfig, context):
@@ -71,13 +82,14 @@ def compare(state, time_limit, window, workers, objective, deterministic, config
     Examples:
       kplace compare state.json
       kplace compare state.json --time-limit 30 --report report/   # then open report/index.html
-      kplace compare state.json --objective pack --output json > compare.json
+      kplace compare state.json --objective pack -o json > compare.json
       kplace compare --kubeconfig ~/.kube/config --context prod --report report/
     """
-    from ..output import write_json
+    from ..output import write_data
     from . import CompareOptions, run_compare
     from .render import render_comparison
 
+    output, _ = output_choice(output)
     index, config = load_index(state, config_path, kubeconfig, context)
     opts = CompareOptions(time_limit=time_limit, window=window, workers=workers, seed=seed, objective=objective,
                           deterministic=deterministic)
@@ -90,7 +102,7 @@ def compare(state, time_limit, window, workers, objective, deterministic, config
 
         paths = write_report(cmp, report_dir)
         click.echo(f"report: {paths['html']} (and {paths['json'].name})", err=True)
-    if output == "json":
-        write_json(cmp.data)
+    if output in ("json", "yaml"):
+        write_data(cmp.data, output)
     else:
-        render_comparison(cmp.data)
+        render_comparison(cmp.data, limit=None if output == "wide" else 20)

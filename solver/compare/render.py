@@ -9,14 +9,16 @@ def _pct(a: float, b: float) -> str:
     return f"{a}/{b} ({a / b:.0%})" if b else "-"
 
 
-def _delta(g: float | None, c: float | None, better: str = "higher") -> str:
+def _delta(g: float | None, c: float | None, better: str | None = "higher") -> str:
+    """CP-SAT − greedy; green when better, red when worse, plain where neither is better (nodes in use)."""
     if g is None or c is None or g == c:
         return ""
     d = c - g
-    good = d > 0 if better == "higher" else d < 0
-    colour = "green" if good else "red"
     text = f"{d:+,}" if isinstance(d, int) else f"{d:+,.4g}"
-    return f"[{colour}]{text}[/]"
+    if better is None:
+        return text
+    good = d > 0 if better == "higher" else d < 0
+    return f"[{'green' if good else 'red'}]{text}[/]"
 
 
 def rows(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -27,7 +29,7 @@ def rows(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     def add(label, gv, cv, better="higher", fmt="{:,}"):
         gs = "-" if gv is None else fmt.format(gv)
         cs = "-" if cv is None else fmt.format(cv)
-        out.append((label, gs, cs, _delta(gv, cv, better) if better else ""))
+        out.append((label, gs, cs, _delta(gv, cv, better)))
 
     def section(title):
         out.append((f"[bold]{title}[/]", "", "", ""))
@@ -79,7 +81,8 @@ def rows(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     s = c.get("solver")
     if s:
         section("CP-SAT")
-        out.append(("  objective / bound (gap)", "", f"{s['objective']:,.0f} / {s['bound']:,.0f} ({s['gap']:.2%})", ""))
+        out.append(("  pods placed / goal: objective / bound (gap)", "",
+                    f"{s['objective']:,.0f} / {s['bound']:,.0f} ({s['gap']:.2%})", ""))
         out.append(("  objective of greedy's plan", "", f"{s['greedy_objective']:,.0f}", ""))
         out.append(("  placed stage: objective / bound", "", f"{s['placed_objective']:,.0f} / {s['placed_bound']:,.0f}",
                     ""))
@@ -92,11 +95,13 @@ def rows(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     return out
 
 
-def render_comparison(data: dict[str, Any], limit: int = 20, console=None) -> None:
+def render_comparison(data: dict[str, Any], limit: int | None = 20, console=None) -> None:
+    """The side-by-side table; `limit` pods per list (None: all, for -o wide)."""
     from kplace.solver.output import console as make_console
     from rich.table import Table
 
     console = console or make_console()
+    limit = limit if limit is not None else 10**9
     st = data["state"]
     console.print(f"[bold]kplace compare[/]: {st['nodes']} nodes, {st['pods_pending']} pending pods, "
                   f"{st['pods_bound']} bound; CP-SAT: time limit {data['options']['time_limit']} s, window "
@@ -121,12 +126,12 @@ def render_comparison(data: dict[str, Any], limit: int = 20, console=None) -> No
     if d["different_node"]:
         t = Table(title="pods on different nodes", title_justify="left")
         for col in ("pod", "greedy", "CP-SAT"):
-            t.add_column(col)
+            t.add_column(col, overflow="fold")
         for m in d["different_node"][:limit]:
             t.add_row(m["pod"], m["greedy"], m["cpsat"])
         console.print(t)
         if len(d["different_node"]) > limit:
-            console.print(f"... {len(d['different_node']) - limit} more (use --output json for all)")
+            console.print(f"... {len(d['different_node']) - limit} more (-o wide or -o json for all)")
     for e in ("greedy", "cpsat"):
         for w in data[e].get("warnings", []):
             console.print(f"[yellow]warning ({e}):[/] {w}", highlight=False)

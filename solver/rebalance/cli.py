@@ -10,7 +10,16 @@ from typing import Any
 import click
 from kplace.models.errors import KplaceError
 
-from ..cli import CONFIG_OPT, CONTEXT_OPT, KUBECONFIG_OPT, STATE_ARG, load_index
+from ..cli import (
+    CONFIG_OPT,
+    CONTEXT_OPT,
+    KUBECONFIG_OPT,
+    NAMESPACE_OPTS,
+    OUTPUT_OPTS,
+    STATE_ARG,
+    load_index,
+    output_choice,
+)
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 
@@ -50,12 +59,12 @@ def render_table(plan: dict[str, Any]) -> None:
     if plan["moves"]:
         mt = Table(title="moves", title_justify="left")
         for c in ("wave", "pod", "from", "to"):
-            mt.add_column(c)
+            mt.add_column(c, overflow="fold")
         for m in plan["moves"][:200]:
             mt.add_row(str(m["wave"]), m["pod"], m["from"], m["to"])
         console.print(mt)
         if len(plan["moves"]) > 200:
-            console.print(f"... {len(plan['moves']) - 200} more (use --output json)")
+            console.print(f"... {len(plan['moves']) - 200} more (-o json for all)")
     if plan["never_moved"]:
         console.print("never moved: " + ", ".join(f"{n} {r}" for r, n in plan["never_moved"].items()))
     for d in plan["dropped"]:
@@ -71,22 +80,12 @@ def render_table(plan: dict[str, Any]) -> None:
 
 
 def emit(plan: dict[str, Any], output: str, out_file: str | None) -> None:
-    from ..output import dumps, write_atomic
+    from ..output import dumps_as, write_atomic, write_data
 
     if out_file:
-        if out_file.endswith((".yaml", ".yml")):
-            import yaml
-
-            text = yaml.safe_dump(plan, sort_keys=False)
-        else:
-            text = dumps(plan)
-        write_atomic(out_file, text)
-    if output == "json":
-        sys.stdout.write(dumps(plan))
-    elif output == "yaml":
-        import yaml
-
-        sys.stdout.write(yaml.safe_dump(plan, sort_keys=False))
+        write_atomic(out_file, dumps_as(plan, "yaml" if out_file.endswith((".yaml", ".yml")) else "json"))
+    if output in ("json", "yaml"):
+        write_data(plan, output)
     else:
         render_table(plan)
 
@@ -95,7 +94,7 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
                workers: int = 1) -> dict[str, Any]:
     """A ROADEF 2012 instance: `workers` cooperating searches, one per process (CP-SAT single-threaded in each)."""
     if len(paths) != 2 or not out_file:
-        raise click.UsageError("--format roadef needs MODEL ASSIGNMENT and -o NEW_ASSIGNMENT")
+        raise click.UsageError("--format roadef needs MODEL ASSIGNMENT and --output-file NEW_ASSIGNMENT")
     from .roadef import run_roadef as runner
 
     def progress(line: str) -> None:  # each improvement, on stderr (stdout keeps the summary)
@@ -151,13 +150,11 @@ class Metrics:
 @click.option("--deterministic/--wall-clock", default=True, show_default=True,
               help="Count --time-limit in CP-SAT's deterministic seconds (same seed, same moves) or in wall time.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--output", "-O", "output", type=click.Choice(["table", "json", "yaml"]), default="table",
-              show_default=True)
-@click.option("-o", "out_file", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write the plan here atomically (JSON, or YAML for .yaml/.yml); with --format roadef, the new "
-                   "assignment.")
+@OUTPUT_OPTS("table", "json", "yaml", file="Write the plan here (JSON, or YAML for .yaml/.yml); with --format "
+                                          "roadef, the new assignment.")
 @click.option("--apply", "do_apply", is_flag=True, help="Carry the plan out (Eviction API, wave by wave).")
 @KUBECONFIG_OPT
+@NAMESPACE_OPTS
 @CONTEXT_OPT
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True,
               help="With --apply: seconds to wait per wave for replacements bound and Running.")
@@ -180,11 +177,12 @@ def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespac
     \b
     Examples:
       kplace rebalance state.json
-      kplace rebalance state.json --goal balance --policy policy.yaml --output json -o plan.json
+      kplace rebalance state.json --goal balance --policy policy.yaml -o json --output-file plan.json
       kplace rebalance state.json --goal repair --max-moves 20 --max-moves-per-node 2
       kplace rebalance --kubeconfig ~/.kube/config --apply --every 10m
-      kplace rebalance --format roadef model_a1_1.txt assignment_a1_1.txt -o new_a1_1.txt --time-limit 300
+      kplace rebalance --format roadef model_a1_1.txt assignment_a1_1.txt --output-file new_a1_1.txt --time-limit 300
     """
+    output, out_file = output_choice(output, out_file)
     if fmt == "roadef":
         summary = run_roadef(state, out_file, time_limit, seed, workers)
         if output == "table":

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 import click
+
+from ..cli import OUTPUT_OPTS, output_choice
+from ..output import write_data
 
 
 @click.command("roadef-score")
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.argument("assignment", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
-@click.option("--output", "output", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="Table for people, JSON for scripts.")
+@OUTPUT_OPTS("table", "json", "yaml")
 def roadef_score(model: str, assignment: str, new: str, output: str) -> None:
     """Score NEW (a machine per process) against the initial ASSIGNMENT of MODEL, as the challenge's checker.
 
@@ -30,8 +30,9 @@ def roadef_score(model: str, assignment: str, new: str, output: str) -> None:
     initial = read_assignment(assignment, inst)
     proposed = read_assignment(new, inst)
     obj, viol = score(inst, initial, proposed)
-    if output == "json":
-        click.echo(json.dumps({"objective": obj.as_dict(), "feasible": not viol, "violations": viol}, indent=2))
+    output, _ = output_choice(output)
+    if output in ("json", "yaml"):
+        write_data({"objective": obj.as_dict(), "feasible": not viol, "violations": viol}, output)
     else:
         rows = [("load cost", obj.load), ("balance cost", obj.balance), ("process move cost", obj.process_move),
                 ("service move cost", obj.service_move), ("machine move cost", obj.machine_move)]

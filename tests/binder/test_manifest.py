@@ -86,12 +86,12 @@ def test_kplace_schedule_bind_manifest_writes_every_placed_pod(tmp_path):
     state.write_text(dumps({"kind": "List", "items": [node("a", cpu="2"), pod("p", cpu="1"), pod("q", cpu="1"),
                                                        pod("big", cpu="8")]}))
     out = tmp_path / "b.yaml"
-    res = CliRunner().invoke(main, ["schedule", str(state), "--engine", "greedy", "--bind", "manifest", "-o",
+    res = CliRunner().invoke(main, ["schedule", str(state), "--engine", "greedy", "--bind", "manifest", "--output-file",
                                     str(out), "--output", "json"])
     assert res.exit_code == 0, res.output
     docs = list(yaml.safe_load_all(out.read_text()))
     assert sorted(d["metadata"]["name"] for d in docs) == ["p", "q"]
     assert json.loads(res.output)["commit"]["bindings"] == 2
-    res = CliRunner().invoke(main, ["schedule", str(state), "--engine", "greedy", "--bind", "manifest", "-o",
+    res = CliRunner().invoke(main, ["schedule", str(state), "--engine", "greedy", "--bind", "manifest", "--output-file",
                                     str(out)])
     assert res.exit_code == 0 and "2 Binding(s) and 0 Eviction(s) written" in res.output

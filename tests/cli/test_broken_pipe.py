@@ -13,7 +13,7 @@ def test_output_piped_into_a_reader_that_stops_early_exits_zero_without_a_traceb
     items = [node(f"n{i}", cpu="64", memory="256Gi") for i in range(20)]
     items += [pod(f"a-pod-with-a-long-name-{i:05d}", cpu="10m", memory="10Mi") for i in range(3000)]
     state.write_text(json.dumps({"kind": "List", "items": items}))
-    cmd = [sys.executable, "-m", "kplace.solver.cli", "schedule", str(state), "--engine", "greedy", "-O", "json"]
+    cmd = [sys.executable, "-m", "kplace.solver.cli", "schedule", str(state), "--engine", "greedy", "-o", "json"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ})
     assert proc.stdout.readline()  # hundreds of KB follow: far more than a pipe holds
     proc.stdout.close()  # the reader goes away, as `head -1` does

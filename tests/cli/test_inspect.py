@@ -86,7 +86,7 @@ def test_warnings_are_shown_after_the_tables():
 
 @pytest.mark.parametrize("name", ["demo-cluster.json", "perf-basic-small.json", "affinity-small.json"])
 def test_every_shipped_instance_can_be_inspected(name):
-    result = run(str(INSTANCES / name), "-O", "json")
+    result = run(str(INSTANCES / name), "-o", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["pods"]["pending"] > 0
 
@@ -94,7 +94,7 @@ def test_every_shipped_instance_can_be_inspected(name):
 def test_state_files_and_stdin_are_combined(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("nodes.yaml").write_text("kind: Node\nmetadata: {name: a}\nstatus: {allocatable: {cpu: '2', pods: 9}}\n")
-    result = run("nodes.yaml", "-", "-O", "json", input=state(pod("p-1", node_name="a")))
+    result = run("nodes.yaml", "-", "-o", "json", input=state(pod("p-1", node_name="a")))
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["pods"]["bound"] == 1
 

@@ -254,10 +254,10 @@ def test_cli_generate(tmp_path):
 
     out = tmp_path / "s.json"
     res = CliRunner().invoke(main, ["generate", "dcm", "--nodes", "5", "--pods", "10", "--param", "fraction=50",
-                                    "-o", str(out)])
+                                    "--output-file", str(out)])
     assert res.exit_code == 0, res.output
     assert len(pending(load_state([str(out)]))) == 10
-    res = CliRunner().invoke(main, ["generate", "nope", "-o", str(out)])
+    res = CliRunner().invoke(main, ["generate", "nope", "--output-file", str(out)])
     assert res.exit_code == 2 and "valid:" in res.output
 
 

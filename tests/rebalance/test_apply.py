@@ -65,7 +65,7 @@ def test_apply_evicts_wave_by_wave_and_binds_replacements_to_their_planned_nodes
     ctl.start()
     try:
         res = CliRunner().invoke(main, ["rebalance", state, "--apply", "--kubeconfig", kubeconfig, "--timeout", "10",
-                                        "-O", "json", "--time-limit", "5"])
+                                        "-o", "json", "--time-limit", "5"])
         assert res.exit_code == 0, res.output
         plan = json.loads(res.output)
         assert plan["dry_run"] is False and plan["apply"]["completed"], plan["apply"]
@@ -93,7 +93,7 @@ def test_apply_stops_safely_and_reports_when_a_pdb_refuses_an_eviction(tmp_path)
     ctl.start()
     try:
         res = CliRunner().invoke(main, ["rebalance", state, "--apply", "--kubeconfig", kubeconfig, "--timeout", "5",
-                                        "-O", "json", "--time-limit", "5"])
+                                        "-o", "json", "--time-limit", "5"])
         assert res.exit_code == 1
         plan = json.loads(res.output)
         assert not plan["apply"]["completed"]

@@ -19,7 +19,7 @@ def _state(tmp_path):
 
 def test_json_output_and_the_plan_file_carry_the_same_plan(tmp_path):
     out = tmp_path / "plan.json"
-    res = CliRunner().invoke(main, ["rebalance", _state(tmp_path), "-O", "json", "-o", str(out)])
+    res = CliRunner().invoke(main, ["rebalance", _state(tmp_path), "-o", "json", "--output-file", str(out)])
     assert res.exit_code == 0, res.output
     printed, written = json.loads(res.output), json.loads(out.read_text())
     assert printed["moves"] == written["moves"] and len(printed["moves"]) == 2
@@ -28,14 +28,14 @@ def test_json_output_and_the_plan_file_carry_the_same_plan(tmp_path):
 
 def test_yaml_and_table_outputs_say_what_was_simulated(tmp_path):
     state = _state(tmp_path)
-    res = CliRunner().invoke(main, ["rebalance", state, "-O", "yaml"])
+    res = CliRunner().invoke(main, ["rebalance", state, "-o", "yaml"])
     assert res.exit_code == 0 and yaml.safe_load(res.output)["goal"] == "pack"
     res = CliRunner().invoke(main, ["rebalance", state])
     assert res.exit_code == 0 and "dry run: nothing was evicted" in " ".join(res.output.split())
 
 
 def test_every_runs_periodically_and_stops_after_the_given_number_of_runs(tmp_path):
-    res = CliRunner().invoke(main, ["rebalance", _state(tmp_path), "--every", "10ms", "--runs", "3", "-O", "json"])
+    res = CliRunner().invoke(main, ["rebalance", _state(tmp_path), "--every", "10ms", "--runs", "3", "-o", "json"])
     assert res.exit_code == 0, res.output
     assert res.output.count('"goal": "pack"') == 3
 
@@ -61,7 +61,7 @@ def test_format_roadef_is_routed_to_the_roadef_runner(tmp_path, monkeypatch):
 
     fake.run_roadef = fake_run
     monkeypatch.setitem(sys.modules, "kplace.solver.rebalance.roadef", fake)
-    res = CliRunner().invoke(main, ["rebalance", "--format", "roadef", "m.txt", "a.txt", "-o", "new.txt",
+    res = CliRunner().invoke(main, ["rebalance", "--format", "roadef", "m.txt", "a.txt", "--output-file", "new.txt",
                                     "--time-limit", "3", "--workers", "3"])
     assert res.exit_code == 0 and "objective: 167" in res.output
     assert calls == [("m.txt", "a.txt", "new.txt", 3.0, 0, 3)]  # --workers: that many cooperating searches

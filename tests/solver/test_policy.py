@@ -98,7 +98,7 @@ def test_a_policy_file_given_on_the_command_line_changes_the_profile(tmp_path):
     policy.write_text(json.dumps({"kind": "Policy", "apiVersion": "v1", "predicates": [{"name": "PodFitsResources"}],
                                   "priorities": [{"name": "LeastRequestedPriority", "weight": 1}]}))
     out = CliRunner().invoke(main, ["schedule", str(state), "--engine", "greedy", "--policy-config-file", str(policy),
-                                    "-O", "json"])
+                                    "-o", "json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["placements"][0]["node"] is None
     bad = tmp_path / "bad.json"
