@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 
@@ -305,6 +306,39 @@ def resolve_config(config_path: str | None, embedded: dict | None = None):
     return load_config(config_path, embedded, policy_path=policy)
 
 
+QUIET_OPT = click.option("-q", "--quiet", is_flag=True, help="No progress display (it shows only on a terminal).")
+
+
+@contextmanager
+def schedule_progress(engine: str, opts, quiet: bool):
+    """On a terminal (stderr) and unless --quiet: a rich progress display of the engine's work — CP-SAT's windows
+    done, pods placed so far, and the stage being solved with its best objective and bound."""
+    from .output import console as make_console
+
+    con = make_console(stderr=True)
+    if quiet or not con.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=con, transient=True)
+    label = "CP-SAT windows" if engine == "cpsat" else "greedy (kube-scheduler)"
+    task = progress.add_task(label, total=None)
+    if opts is not None:
+        def on_window(done, total, placed, decided):
+            progress.update(task, total=total, completed=done,
+                            description=f"{label}: {placed}/{decided} pods placed")
+
+        def on_progress(_seconds, objective, bound, stage):
+            desc = progress.tasks[0].description.split(" | ")[0]
+            progress.update(task, description=f"{desc} | {stage}: {objective:,.0f} / bound {bound:,.0f}")
+
+        opts.on_window, opts.on_progress = on_window, on_progress
+    with progress:
+        yield progress
+
+
 def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str | None = None,
                context: str | None = None):
     """(ClusterIndex, SchedulerConfig) from state files or the live cluster, and --config/--policy-config-file.
@@ -338,6 +372,7 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
               help="none: report only; manifest: write v1 Bindings (and Evictions) to --output-file; api: POST "
                    "pods/binding.")
 @click.option("--manifest-format", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+@QUIET_OPT
 @click.option("--fail-on-unplaced", is_flag=True,
               help=f"Exit {EXIT_UNPLACED} when some pending pod is left unplaced (for scripts and CI).")
 @KUBECONFIG_OPT
@@ -345,7 +380,7 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
 @NAMESPACE_OPTS
 @click.option("--dry-run", is_flag=True, help="With --bind api: the API server's server-side dry run.")
 def schedule(state, engine, window, time_limit, workers, objective, deterministic, config_path, tie_break, seed,
-             output, out_file, bind, manifest_format, fail_on_unplaced, kubeconfig, context, dry_run):
+             output, out_file, bind, manifest_format, quiet, fail_on_unplaced, kubeconfig, context, dry_run):
     """Place every pending pod and report each pod's node, or kube's reason why not.
 
     \b
@@ -372,7 +407,8 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
 
         opts = CpsatOptions(window=window, time_limit=time_limit, workers=workers, seed=seed, objective=objective,
                             deterministic=deterministic, tie_break=tie_break)
-    plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed)
+    with schedule_progress(engine, opts, quiet) as _:
+        plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed)
     data = plan.to_dict()
     if bind == "none":
         if out_file:

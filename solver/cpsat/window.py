@@ -61,6 +61,9 @@ class CpsatOptions:
     # Optional progress hook: called as on_progress(seconds, objective, bound, stage) at every solution CP-SAT
     # finds and once at the end of each solve (seconds: that solve's wall time). Observes only; None: no hook.
     on_progress: Callable[[float, float, float, str], None] | None = None
+    # Optional: called as on_window(windows done, windows in all, pods placed so far, pods decided so far) after each
+    # window. Observes only.
+    on_window: Callable[[int, int, int, int], None] | None = None
 
 
 log = logging.getLogger(__name__)
@@ -651,6 +654,9 @@ class CpsatScheduler:
             self._fill_reasons(placements)
             plan.windows.append(window)
             plan.placements.extend(placements)
+            if self.opts.on_window is not None:
+                self.opts.on_window(k + 1, len(windows), sum(1 for p in plan.placements if p.node),
+                                    len(plan.placements))
             for victim, preemptor, violates in evictions:  # victims are bound pods: their node is in the index
                 node = names[int(self.index.pod_node[victim.idx])]
                 plan.evictions.append(Eviction(victim.key, node, preemptor.key, victim.priority, violates))

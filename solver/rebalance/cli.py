@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -16,6 +17,7 @@ from ..cli import (
     KUBECONFIG_OPT,
     NAMESPACE_OPTS,
     OUTPUT_OPTS,
+    QUIET_OPT,
     STATE_ARG,
     load_index,
     output_choice,
@@ -77,6 +79,19 @@ def render_table(plan: dict[str, Any]) -> None:
         console.print(f"apply: {state} ({ap['waves_done']} wave(s) done, {len(ap['events'])} action(s))")
     else:
         console.print(f"[dim]{plan['simulated']}[/dim]")
+
+
+@contextmanager
+def _status(text: str, quiet: bool):
+    """A spinner on stderr while the plan is made, on a terminal and unless --quiet."""
+    from ..output import console as make_console
+
+    con = make_console(stderr=True)
+    if quiet or not con.is_terminal:
+        yield
+        return
+    with con.status(text):
+        yield
 
 
 def emit(plan: dict[str, Any], output: str, out_file: str | None) -> None:
@@ -165,10 +180,12 @@ class Metrics:
 @click.option("--metrics-port", type=click.IntRange(min=1, max=65535), default=None,
               help="With --every: serve Prometheus metrics on this port.")
 @click.option("--format", "fmt", type=click.Choice(["k8s", "roadef"]), default="k8s", show_default=True,
-              help="roadef: STATE is MODEL ASSIGNMENT of a ROADEF 2012 instance; -o gets the new assignment.")
+              help="roadef: STATE is MODEL ASSIGNMENT of a ROADEF 2012 instance; --output-file gets the new "
+                   "assignment.")
+@QUIET_OPT
 def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespace, min_gain, no_pending, policy_path,
               config_path, time_limit, workers, deterministic, seed, output, out_file, do_apply, kubeconfig, context,
-              timeout, scheduler_name, every, runs, metrics_port, fmt):
+              timeout, scheduler_name, every, runs, metrics_port, fmt, quiet):
     """Propose (and with --apply, carry out) bounded, PDB-safe moves that pack, balance or repair the cluster.
 
     Dry run by default: the plan says what it simulated. Every move has a destination; moves come in waves
@@ -213,7 +230,8 @@ def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespac
         result = "ok"
         try:
             index, config = load_index(state, config_path, kubeconfig, context)
-            plan = plan_rebalance(index, config, policy, opts)
+            with _status(f"rebalancing ({goal}, up to {time_limit:g} s of search)", quiet):
+                plan = plan_rebalance(index, config, policy, opts)
             if do_apply:
                 from .apply import apply_plan
 

@@ -140,3 +140,10 @@ def test_compares_difference_column_shows_differences_that_are_neither_better_no
     other["nodes"]["in_use"] = 40
     table = {r[0]: r for r in rows({"greedy": base, "cpsat": other})}
     assert table["in use"][3] == "-80"
+
+
+def test_schedule_shows_no_progress_display_when_piped_and_quiet_is_accepted(tmp_path):
+    state = _state(tmp_path, node("a"), pod("p", cpu="100m"))
+    for extra in ([], ["-q"]):
+        res = _run("schedule", state, *extra)
+        assert res.exit_code == 0 and "CP-SAT windows" not in res.stderr
