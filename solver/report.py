@@ -22,8 +22,8 @@ def render_plan(plan: Plan, limit: int = 50, wide: bool = False) -> None:
     console.print(f"[bold]{plan.engine}[/]: {s['placed']}/{s['pods']} pods placed, {s['unplaced']} unplaced, "
                   f"{s['evictions']} evictions, {s['seconds']:.3f}s")
     if plan.windows:
-        t = Table(title="Windows (status: OPTIMAL proved, FEASIBLE at least greedy's, FALLBACK greedy's plan; "
-                        "objective: pods placed, or the goal; score measure: the window pods' on the final state)",
+        t = Table(title="Windows (status of pods placed and the goal: OPTIMAL proved, FEASIBLE at least greedy's, "
+                        "FALLBACK greedy's plan)",
                   title_justify="left")
         for c in ("#", "pods", "groups", "models", "status", "objective", "vs greedy", "gap", "score measure",
                   "vs greedy", "s"):

@@ -69,6 +69,7 @@ class CpsatOptions:
 log = logging.getLogger(__name__)
 
 WALL_NET = (4.0, 2.0)  # deterministic mode: a stage's search stops after 4 × its budget + 2 s of wall time
+PREEMPTION = " preemption: "  # kube's FitError tail: what PostFilter (preemption) found
 SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
 SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds),
 SURROGATE_PROBE = (0.25, 4000, 200)  # in two solves: a probe of 0.25 s (pro rata below 200 pods) + 1 s per 4,000
@@ -139,6 +140,7 @@ class CpsatScheduler:
         if self.opts.objective not in ("default", "pack", "balance"):
             raise ValueError(f"objective must be default, pack or balance, got {self.opts.objective!r}")
         self.state = ClusterState(index)
+        self._preemption_tail: dict[str, str] = {}  # pod key → greedy's "preemption: ..." for pods both leave out
         self._searched = 0.0  # deterministic seconds CP-SAT has searched so far (the budget's clock when deterministic)
         self._reference = self.state  # the current window's hint state (normalisation ranges are estimated there)
 
@@ -242,7 +244,8 @@ class CpsatScheduler:
                 optimal = False  # keep the previous stage's plan: it is valid and lexicographically as good
                 break
             value = round(solver.objective_value)
-            optimal &= status == cp_model.OPTIMAL and not stage.surrogate
+            if not stage.surrogate:  # a status is a claim about an exact stage only
+                optimal &= status == cp_model.OPTIMAL
             before = stage.evaluate(counts)
             if value < before if stage.maximize else value > before:
                 value = before  # the search did not get back to its hint in time: the hint's plan stands
@@ -416,6 +419,10 @@ class CpsatScheduler:
                     bindings[p.idx] = self._reserve(p, cpsat_nodes[p.idx], solved.volumes)
             status = "OPTIMAL" if solved.optimal else "FEASIBLE"
             placements = self._placements(pods, cpsat_nodes, {}, bindings)
+            for p in pods:  # kube's message ends with what preemption found: greedy's, as CP-SAT does not preempt
+                reason = fallback[p.idx].reason or ""
+                if cpsat_nodes[p.idx] is None and fallback[p.idx].node is None and PREEMPTION in reason:
+                    self._preemption_tail[p.key] = reason.split(PREEMPTION, 1)[1]
             measures = self._measures(pods, cpsat_nodes, fallback, base.fallback_state)
             goal_tied = self.opts.objective == "default" or solved.objective == solved.greedy_objective
             if cp_vec == fb_vec and goal_tied and measures["cpsat"] < measures["greedy"] and not any(
@@ -603,6 +610,9 @@ class CpsatScheduler:
         for pl in placements:
             if pl.node is None and pl.reason is None:
                 pl.reason = self._unplaced_reason(self.index.pod_by_key[pl.pod])
+                tail = self._preemption_tail.get(pl.pod)
+                if tail and PREEMPTION not in pl.reason:
+                    pl.reason = f"{pl.reason.rstrip('.')}.{PREEMPTION}{tail}"
 
     def _unplaced_reason(self, pod: PodInfo) -> str:
         """kube's message for the pod against the final state (the error, when evaluating the pod fails)."""

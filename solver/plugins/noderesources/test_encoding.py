@@ -44,6 +44,7 @@ def test_most_allocated_packs_the_window_onto_the_busier_node(tmp_path):
 def test_the_window_reports_both_plans_measure_and_never_a_surrogate_optimum():
     plan = schedule_cpsat(_state().index, options=OPTS)
     window = plan.windows[0]
-    assert window["status"] != "OPTIMAL"
+    score = window["stages"][-1]
+    assert score["status"] == "FEASIBLE" and "surrogate" in score and "objective" not in score
     assert window["measure"]["cpsat"] >= window["measure"]["greedy"] > 0
     assert "NodeResourcesFit" in window["measure"]["cpsat_per_plugin"]
