@@ -6,7 +6,6 @@ from collections import Counter
 from typing import Any
 
 from kplace.models.index import REGION_LABELS, ZONE_LABELS, ClusterIndex, first_label
-from kplace.models.quantity import format_quantity
 
 POOL_LABELS = (
     "cloud.google.com/gke-nodepool",
@@ -21,19 +20,36 @@ POOL_LABELS = (
 INSTANCE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
 
 
+UNITS = {"cpu": "cores", "memory": "GiB", "ephemeral-storage": "GiB"}
+
+
+def in_unit(resource: str, amount: int) -> str:
+    """One unit per resource, whatever the amount: cores for cpu, GiB for memory and storage, counts otherwise."""
+    if resource == "cpu":
+        return f"{amount / 1000:,.3f}".rstrip("0").rstrip(".")
+    if resource in ("memory", "ephemeral-storage"):
+        return f"{amount / 2**30:,.2f}".rstrip("0").rstrip(".")
+    return f"{amount:,}"
+
+
+def shape_label(instance_type: str | None, shape: tuple, pods: int) -> str:
+    """`n2-standard-4: cpu 4 cores, memory 16 GiB, pods 110`: every figure named, with its unit."""
+    parts = [f"{r} {in_unit(r, v)}{' ' + UNITS[r] if r in UNITS else ''}" for r, v in shape]
+    return (f"{instance_type}: " if instance_type else "") + ", ".join([*parts, f"pods {pods}"])
+
+
 def summarize(index: ClusterIndex) -> dict[str, Any]:
     """Everything `inspect` shows, as plain data (the JSON output is exactly this)."""
     snap = index.snapshot
-    shapes: Counter[str] = Counter()
+    shapes: Counter[tuple] = Counter()
     zones: Counter[str] = Counter()
     pools: Counter[str] = Counter()
     taints: Counter[str] = Counter()
     for i, node in enumerate(index.nodes):
         labels = index.node_labels[i]
-        shape = [format_quantity(r, int(index.alloc[i, index.rid[r]])) for r in index.resources
-                 if index.alloc[i, index.rid[r]] > 0 and r != "ephemeral-storage"]
-        inst = first_label(labels, INSTANCE_LABELS)
-        shapes[(f"{inst}: " if inst else "") + " / ".join(shape) + f" / {index.max_pods[i]} pods"] += 1
+        shape = tuple((r, int(index.alloc[i, index.rid[r]])) for r in index.resources
+                      if index.alloc[i, index.rid[r]] > 0 and r != "ephemeral-storage")
+        shapes[(first_label(labels, INSTANCE_LABELS), shape, int(index.max_pods[i]))] += 1
         region, zone = first_label(labels, REGION_LABELS), first_label(labels, ZONE_LABELS)
         zones[f"{region}/{zone}" if region else (zone or "<none>")] += 1
         pools[first_label(labels, POOL_LABELS) or "<none>"] += 1
@@ -69,8 +85,8 @@ def summarize(index: ClusterIndex) -> dict[str, Any]:
             "requested": req,
             "pending": pend,
             "requested_ratio": round(req / alloc, 4) if alloc else None,
-            "display": {k: format_quantity(r, v) for k, v in
-                        (("allocatable", alloc), ("requested", req), ("pending", pend))},
+            "unit": UNITS.get(r, "count"),
+            "display": {k: in_unit(r, v) for k, v in (("allocatable", alloc), ("requested", req), ("pending", pend))},
         })
 
     pdbs = []
@@ -88,7 +104,9 @@ def summarize(index: ClusterIndex) -> dict[str, Any]:
         "nodes": {
             "total": len(index.nodes),
             "schedulable": int((~index.unschedulable).sum()),
-            "by_shape": dict(shapes.most_common()),
+            "by_shape": [{"instance_type": inst, "allocatable": {**dict(shape), "pods": pods_max}, "nodes": n,
+                          "label": shape_label(inst, shape, pods_max)}
+                         for (inst, shape, pods_max), n in shapes.most_common()],
             "by_zone": dict(sorted(zones.items())),
             "by_pool": dict(sorted(pools.items())),
             "taints": dict(taints.most_common()),
@@ -125,18 +143,18 @@ def render_summary(summary: dict[str, Any]) -> None:
             t.add_row(k, str(v))
         console.print(t)
 
-    counts("Nodes by shape", nodes["by_shape"], "allocatable")
+    counts("Nodes by shape (allocatable)", {sh["label"]: sh["nodes"] for sh in nodes["by_shape"]}, "shape")
     counts("Nodes by zone", nodes["by_zone"], "region/zone")
     counts("Nodes by pool", nodes["by_pool"], "pool")
     counts("Node taints", nodes["taints"], "taint")
 
     t = Table(title="Allocatable vs requested", title_justify="left")
-    for c in ("resource", "allocatable", "requested (bound)", "ratio", "pending requests"):
-        t.add_column(c, justify="left" if c == "resource" else "right")
+    for c in ("resource", "unit", "allocatable", "requested (bound)", "ratio", "pending requests"):
+        t.add_column(c, justify="left" if c in ("resource", "unit") else "right")
     for r in summary["resources"]:
         d = r["display"]
         ratio = f"{r['requested_ratio']:.1%}" if r["requested_ratio"] is not None else "-"
-        t.add_row(r["resource"], d["allocatable"], d["requested"], ratio, d["pending"])
+        t.add_row(r["resource"], r["unit"], d["allocatable"], d["requested"], ratio, d["pending"])
     console.print(t)
 
     for title, key, col in (("Pods by namespace", "by_namespace", "namespace"),

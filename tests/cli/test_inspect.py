@@ -63,7 +63,10 @@ def test_the_json_summary_counts_nodes_pods_resources_and_pdbs():
     assert (res["cpu"]["allocatable"], res["cpu"]["requested"], res["cpu"]["pending"]) == (12000, 1500, 1000)
     assert (res["nvidia.com/gpu"]["allocatable"], res["nvidia.com/gpu"]["requested"]) == (2, 1)
     assert (res["pods"]["allocatable"], res["pods"]["requested"], res["pods"]["pending"]) == (330, 3, 2)
-    assert res["memory"]["display"]["allocatable"] == "48Gi"
+    assert res["memory"]["display"]["allocatable"] == "48" and res["memory"]["unit"] == "GiB"
+    assert res["cpu"]["display"]["requested"] == "1.5" and res["cpu"]["unit"] == "cores"
+    shape = s["nodes"]["by_shape"][0]
+    assert set(shape) == {"instance_type", "allocatable", "nodes", "label"} and isinstance(shape["nodes"], int)
     assert s["pdbs"] == [{"pdb": "default/web", "minAvailable": 0, "maxUnavailable": None,
                           "disruptionsAllowed": 2, "fromStatus": False}]
     assert s["warnings"] == []
