@@ -450,33 +450,58 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
 @CONFIG_OPT
 @click.option("--candidates", default="feasible", show_default=True, metavar="feasible|all|NODE,...",
               help="Score the feasible nodes (as kube does), every node as if feasible, or the listed nodes.")
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Explain the pod's outcome in this plan (JSON from `kplace schedule -o json`).")
+@click.option("--engine", type=click.Choice(["cpsat", "greedy"]), default=None,
+              help="Run this engine first and explain the pod's outcome in its plan.")
+@click.option("--in-plan/--alone", "in_plan", default=None,
+              help="In the plan (the default with --plan or --engine), or alone against the running cluster.")
 @OUTPUT_OPT
 @KUBECONFIG_OPT
 @CONTEXT_OPT
 @NAMESPACE_OPTS
-def explain(state, pod_key, config_path, candidates, output, kubeconfig, context):
+def explain(state, pod_key, config_path, candidates, plan_file, engine, in_plan, output, kubeconfig, context):
     """Show every filter's verdict and every score, per node, for one pod, and the node kube would pick.
 
-    The pod is explained against the state as given (other pending pods are not placed first).
+    Alone (the default without a plan), the pod is explained against the state as given: other pending pods are not
+    placed first. With --plan or --engine, it is explained in the plan: on the plan's final state, with the nodes
+    the plan's other pods took from it, and then alone.
 
     \b
     Examples:
       kplace explain state.json --pod default/web-0
-      kplace explain state.json --pod default/web-0 --candidates all -o json
+      kplace explain state.json --pod default/web-0 --engine cpsat
+      kplace explain state.json --pod default/web-0 --plan plan.json -o json
       kplace explain state.json --pod default/web-0 --candidates node-1,node-2
     """
-    from .explain import explain_pod, render_explain
+    from .explain import explain_in_plan, explain_pod, render_explain, render_in_plan
     from .output import write_data
 
     output, _ = output_choice(output)
     if "/" not in pod_key:
         pod_key = f"{click.get_current_context().find_root().meta.get(_NAMESPACE) or 'default'}/{pod_key}"
+    if plan_file and engine:
+        raise click.UsageError("give --plan or --engine, not both")
+    if in_plan and not (plan_file or engine):
+        raise click.UsageError("--in-plan needs --plan FILE or --engine")
     index, config = load_index(state, config_path, kubeconfig, context)
-    result = explain_pod(index, config, pod_key, candidates)
+    if (plan_file or engine) and in_plan is not False:
+        if plan_file:
+            from .verify import load_plan
+
+            plan = load_plan(plan_file)
+        else:
+            from .schedule import decide
+
+            plan = decide(index, config, engine)
+        result = explain_in_plan(index, config, pod_key, plan, candidates)
+        render = render_in_plan
+    else:
+        result, render = explain_pod(index, config, pod_key, candidates), render_explain
     if output in ("json", "yaml"):
         write_data(result, output)
     else:
-        render_explain(result)
+        render(result)
 
 
 @main.command()

@@ -26,8 +26,10 @@ log = logging.getLogger(__name__)
 
 
 def explain_pod(
-    index: ClusterIndex, config: SchedulerConfig, pod_key: str, candidates: str = "feasible"
+    index: ClusterIndex, config: SchedulerConfig, pod_key: str, candidates: str = "feasible",
+    state: ClusterState | None = None,
 ) -> dict[str, Any]:
+    """The pod against `state` (the running cluster when None; a bound pod is taken out first)."""
     pod = index.pod_by_key.get(pod_key)
     if pod is None:
         raise InputError(f"no pod {pod_key!r} in the state", obj="Pod " + pod_key)
@@ -35,9 +37,9 @@ def explain_pod(
     if profile is None:
         raise InputError(f"pod uses schedulerName {pod.spec.scheduler_name!r}, which no profile handles",
                          obj="Pod " + pod_key, field="spec.schedulerName")
-    state = ClusterState(index)
-    if pod.node >= 0:
-        state.forget(pod)  # explain a bound pod as if it were being scheduled again
+    state = ClusterState(index) if state is None else state
+    if state.pod_node[pod.idx] >= 0:
+        state.forget(pod)  # explain a placed pod as if it were being scheduled again
     if candidates in ("feasible", "all"):
         nodes = index.tree_order
     else:
@@ -101,6 +103,51 @@ def _explain(index: ClusterIndex, config: SchedulerConfig, profile, state: Clust
         result["message"] = attempt.reason
     result["nodes"] = list(per_node.values())
     return result
+
+
+def explain_in_plan(index: ClusterIndex, config: SchedulerConfig, pod_key: str, plan, candidates: str = "feasible"
+                    ) -> dict[str, Any]:
+    """The pod's outcome in `plan`: its filters and scores on the plan's final state (every other placement made,
+    every eviction done), which nodes the plan's other pods took from it (feasible alone, not in the plan) and by
+    which pods, and beside it the pod alone against the running cluster."""
+    from .measure import final_state
+
+    alone = explain_pod(index, config, pod_key, candidates)
+    placements = [(p.pod, p.node) for p in plan.placements if p.node is not None]
+    in_plan = explain_pod(index, config, pod_key, candidates,
+                          state=final_state(index, (e.pod for e in plan.evictions), placements))
+    mine = next((p for p in plan.placements if p.pod == pod_key), None)
+    by_node: dict[str, list[str]] = {}
+    for key, node in placements:
+        if key != pod_key:
+            by_node.setdefault(node, []).append(key)
+    feasible_alone = {n["name"] for n in alone["nodes"] if n["feasible"]}
+    taken = {n["name"]: by_node.get(n["name"], []) for n in in_plan["nodes"]
+             if not n["feasible"] and n["name"] in feasible_alone}
+    return {"pod": pod_key, "plan": {"node": mine.node if mine else None, "reason": mine.reason if mine else None,
+                                     "engine": plan.engine},
+            "in_plan": in_plan, "taken_by_other_pods": taken, "alone": alone}
+
+
+def render_in_plan(result: dict[str, Any], limit: int = 40) -> None:
+    from kplace.solver.output import console as make_console
+    from rich.table import Table
+
+    console = make_console()
+    outcome = result["plan"]
+    where = f"on [bold]{outcome['node']}[/]" if outcome["node"] else f"[red]pending[/]: {outcome['reason'] or ''}"
+    console.print(f"[bold]In the {outcome['engine']} plan[/], pod {result['pod']} is {where}", highlight=False)
+    if result["taken_by_other_pods"]:
+        t = Table(title="Nodes it fits alone that the plan's other pods took", title_justify="left")
+        t.add_column("node", overflow="fold")
+        t.add_column("pods the plan puts there", overflow="fold")
+        for node, pods in list(result["taken_by_other_pods"].items())[:limit]:
+            t.add_row(node, ", ".join(pods) or "(evictions or volumes)")
+        console.print(t)
+    console.print("[bold]On the plan's final state[/] (every other placement made):")
+    render_explain(result["in_plan"], limit)
+    console.print("[bold]Alone against the running cluster[/] (no other pending pod placed):")
+    render_explain(result["alone"], limit)
 
 
 SHORT = {

@@ -147,3 +147,18 @@ def test_schedule_shows_no_progress_display_when_piped_and_quiet_is_accepted(tmp
     for extra in ([], ["-q"]):
         res = _run("schedule", state, *extra)
         assert res.exit_code == 0 and "CP-SAT windows" not in res.stderr
+
+
+def test_explain_in_the_plan_says_which_pods_took_the_node_a_pod_fits_alone(tmp_path):
+    state = _state(tmp_path, node("g1", cpu="8", extra={"nvidia.com/gpu": "1"}), node("c1", cpu="8"),
+                   pod("train-a", cpu="1", extra={"nvidia.com/gpu": "1"}),
+                   pod("train-b", cpu="1", extra={"nvidia.com/gpu": "1"}))
+    alone = json.loads(_run("explain", state, "--pod", "train-b", "-o", "json").stdout)
+    assert alone["selected"] == "g1"  # alone against the running cluster, the GPU node is free
+    res = _run("explain", state, "--pod", "train-b", "--engine", "greedy", "-o", "json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["plan"]["node"] is None and "Insufficient nvidia.com/gpu" in out["plan"]["reason"]
+    assert out["taken_by_other_pods"] == {"g1": ["default/train-a"]}
+    assert out["alone"]["selected"] == "g1" and out["in_plan"]["selected"] is None
+    assert _run("explain", state, "--pod", "train-b", "--in-plan").exit_code == 2  # needs a plan or an engine
