@@ -26,6 +26,7 @@ import copy
 import csv
 import math
 import random
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -67,9 +68,18 @@ def _node(name: str, capacity: dict[str, str], labels: dict[str, str] | None = N
     return node
 
 
+def _owner_of(name: str, labels: dict[str, str] | None) -> tuple[str, str]:
+    """The controller a running pod of a real cluster has: a ReplicaSet named after its app (or its name's stem)."""
+    app = (labels or {}).get("app") or (labels or {}).get("k8s-app") or name.rstrip("0123456789").rstrip("-")
+    return "ReplicaSet", f"{app}-{zlib.crc32(app.encode()) % 10**6:06d}"
+
+
 def _pod(name: str, namespace: str, requests: dict[str, str], *, created: int, labels: dict[str, str] | None = None,
          node: str | None = None, limits: dict[str, str] | None = None, extra_spec: Obj | None = None,
-         annotations: dict[str, str] | None = None, image: str = "registry.k8s.io/pause:3.10") -> Obj:
+         annotations: dict[str, str] | None = None, image: str = "registry.k8s.io/pause:3.10",
+         owner: tuple[str, str] | None = None) -> Obj:
+    """A pod; a running one (`node`) is owned by `owner` (kind, name), by default a ReplicaSet of its app, as
+    controllers own nearly every running pod of a real cluster (so the rebalancer may move it)."""
     container: Obj = {"name": "pause", "image": image, "resources": {"requests": dict(requests)}}
     if limits:
         container["resources"]["limits"] = dict(limits)
@@ -84,6 +94,9 @@ def _pod(name: str, namespace: str, requests: dict[str, str], *, created: int, l
     if node is not None:
         pod["spec"]["nodeName"] = node
         pod["status"] = {"phase": "Running"}
+        kind, owner_name = owner or _owner_of(name, labels)
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": owner_name,
+                                    "uid": f"uid-{kind.lower()}-{namespace}-{owner_name}", "controller": True}]
     return pod
 
 
@@ -326,7 +339,7 @@ def _dcm(nodes: int | None, pods: int | None, seed: int, params: dict[str, str])
     for i, n in enumerate(node_objs):
         name = n["metadata"]["name"]
         items.append(_pod(f"system-{name}", "kube-system", {"cpu": "100m", "memory": "100Mi"}, created=i,
-                          labels={"k8s-app": "system"}, node=name))
+                          labels={"k8s-app": "system"}, node=name, owner=("DaemonSet", "system-agent")))
         if p["fill"]:
             for k, req in enumerate(_dcm_fill(fill_rng, p["fill"])):
                 items.append(_pod(f"running-{name}-{k}", "dcm", req, created=i, labels={"app": "running"},

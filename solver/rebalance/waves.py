@@ -69,6 +69,8 @@ def build_waves(index: ClusterIndex, checker: StateChecker, policy: Policy, step
         count[n] += 1
     remaining = sorted(steps, key=lambda s: (s.src is not None, -1 if s.src is None else int(count[s.src]),
                                              s.src if s.src is not None else -1, s.pod))
+    why: dict[int, str] = {}  # id(step) → the rule that held it back last
+    pdb_names = [f"{p.metadata.namespace}/{p.metadata.name}" for p in snap.pdbs]
     out = Waves()
     wave = 0
     while remaining:
@@ -83,12 +85,19 @@ def build_waves(index: ClusterIndex, checker: StateChecker, policy: Policy, step
             n = s.dst
             over = (req > 0) & (used[n] + inflow[n] + req > index.alloc[n])
             if over.any() or count[n] + in_count[n] + 1 > index.max_pods[n]:
+                short = [index.resources[r] for r in np.flatnonzero(over)] or ["pods"]
+                why[id(s)] = (f"capacity: {', '.join(short)} on {index.node_names[n]} while the pods leaving it "
+                              "still run (both copies counted)")
                 continue
             if s.src is not None:
-                if any(budget[i] <= 0 for i in pdbs_of[s.pod]):
+                full = [pdb_names[i] for i in pdbs_of[s.pod] if budget[i] <= 0]
+                if full:
+                    why[id(s)] = f"PodDisruptionBudget {', '.join(full)} allows no more disruptions"
                     continue
                 o = owners[s.pod]
                 if o is not None and per_owner[o] >= policy.owner_cap(replicas[o]):
+                    why[id(s)] = (f"owner cap: {o[1]} {o[0]}/{o[2]} may move at most {policy.owner_cap(replicas[o])} "
+                                  "pod(s) a wave (ownerMaxUnavailable)")
                     continue
                 for i in pdbs_of[s.pod]:
                     budget[i] -= 1
@@ -97,11 +106,10 @@ def build_waves(index: ClusterIndex, checker: StateChecker, policy: Policy, step
             inflow[n] += req
             in_count[n] += 1
             chosen.append(s)
-        chosen = _safe_subset(checker, assign, chosen, tolerated)
+        chosen = _safe_subset(checker, assign, chosen, tolerated, why)
         if not chosen:
             for s in remaining:
-                out.dropped.append((s, "no wave can take it safely (capacity with both copies counted, a "
-                                       "PodDisruptionBudget, the owner's cap or a hard rule)"))
+                out.dropped.append((s, why.get(id(s), "no wave can take it safely")))
             break
         for s in chosen:
             s.wave = wave
@@ -120,12 +128,14 @@ def build_waves(index: ClusterIndex, checker: StateChecker, policy: Policy, step
     return out
 
 
-def _new_violations(checker: StateChecker, assign: dict[str, int], tolerated: set[str]) -> bool:
-    return any(v.pod not in tolerated for v in checker.violations(assign))
+def _new_violations(checker: StateChecker, assign: dict[str, int], tolerated: set[str]) -> list:
+    return [v for v in checker.violations(assign) if v.pod not in tolerated]
 
 
-def _safe_subset(checker: StateChecker, assign: dict[str, int], chosen: list, tolerated: set[str]) -> list:
-    """`chosen` if the state after it has no new violation; else the moves kept one by one while it has none."""
+def _safe_subset(checker: StateChecker, assign: dict[str, int], chosen: list, tolerated: set[str],
+                 why: dict[int, str]) -> list:
+    """`chosen` if the state after it has no new violation; else the moves kept one by one while it has none (a
+    move left out records the hard rule it would break in `why`)."""
     if not chosen:
         return chosen
     trial = dict(assign)
@@ -136,7 +146,10 @@ def _safe_subset(checker: StateChecker, assign: dict[str, int], chosen: list, to
     trial = dict(assign)
     for s in chosen:
         trial[s.pod] = s.dst
-        if _new_violations(checker, trial, tolerated):
+        broken = _new_violations(checker, trial, tolerated)
+        if broken:
+            v = broken[0]
+            why[id(s)] = f"hard rule {v.rule}: {v.message}"
             if s.src is None:
                 del trial[s.pod]
             else:

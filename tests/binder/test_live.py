@@ -66,8 +66,8 @@ def test_read_cluster_gives_the_snapshot_the_exported_file_gives_and_does_not_ex
     assert len(live.pods) == 8  # the ReplicaSet wants 9 replicas; its controller, not kplace, makes pods
     assert [w.metadata.name for w in live.workloads] == ["web-abc"]
     assert {p.metadata.name for p in live.pending_pods()} == {f"p{i}" for i in range(7)}
-    res = CliRunner().invoke(main, ["export", "--kubeconfig", api.kubeconfig_path, "--output-file", str(tmp_path / "s.json"),
-                                    "--page-size", "2"])
+    res = CliRunner().invoke(main, ["export", "--kubeconfig", api.kubeconfig_path,
+                                    "--output-file", str(tmp_path / "s.json"), "--page-size", "2"])
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "s.json").read_text())
     assert data["kind"] == "List" and data["apiVersion"] == "v1"
