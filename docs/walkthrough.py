@@ -1,0 +1,89 @@
+"""Run the user guide's walkthrough as written and put each command's output into the guide.
+
+    .venv/bin/python docs/walkthrough.py           # run every step, rewrite the outputs in docs/user-guide.md
+    .venv/bin/python docs/walkthrough.py --check   # run every step; fail if a command fails or an output drifted
+
+The steps run in a fresh temporary folder holding a copy of `instances/`, through the `kplace` of this
+environment, exactly as a user types them (the state comes from `kplace generate`, since no cluster is at hand).
+Each step's output goes between the markers `<!-- output: NAME -->` and `<!-- end output -->` in the guide.
+Figures that change from run to run (seconds, memory) are masked, so `--check` compares what is stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDE = ROOT / "docs" / "user-guide.md"
+KPLACE = str(Path(sys.executable).parent / "kplace")
+
+STEPS = [  # (name, command as the guide shows it)
+    ("generate", "kplace generate fragmentation --nodes 40 --output-file state.json"),
+    ("inspect", "kplace inspect state.json"),
+    ("compare", "kplace compare state.json --time-limit 10 --report report/"),
+    ("schedule", "kplace schedule state.json -o json --output-file plan.json"),
+    ("verify", "kplace verify state.json plan.json"),
+    ("manifest", "kplace schedule state.json --bind manifest --output-file bindings.yaml"),
+    ("rebalance", "kplace rebalance instances/rebalance-demo.json"),
+]
+_VOLATILE = [
+    (re.compile(r"\d+\.\d+ ?s\b"), "N s"),  # durations
+    (re.compile(r"\b\d+\.\d+s\b"), "Ns"),
+    (re.compile(r"[\d,.]+ MiB"), "N MiB"),
+]
+_BLOCK = re.compile(r"(<!-- output: (?P<name>[a-z-]+) -->\n```text\n)(?P<body>.*?)(\n```\n<!-- end output -->)",
+                    re.DOTALL)
+
+
+def run_steps() -> dict[str, str]:
+    out: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(ROOT / "instances", Path(tmp) / "instances")
+        for name, command in STEPS:
+            args = [KPLACE, *shlex.split(command)[1:]]
+            res = subprocess.run(args, cwd=tmp, capture_output=True, text=True, timeout=300,
+                                 env={"PATH": str(Path(KPLACE).parent), "COLUMNS": "110", "HOME": tmp})
+            if res.returncode != 0:
+                raise SystemExit(f"walkthrough: `{command}` exited {res.returncode}:\n{res.stderr}")
+            text = (res.stdout + res.stderr).rstrip()
+            out[name] = "\n".join(line.rstrip() for line in text.splitlines()[:40])
+    return out
+
+
+def mask(text: str) -> str:
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args(argv)
+    outputs = run_steps()
+    guide = GUIDE.read_text(encoding="utf-8")
+    shown = {m.group("name") for m in _BLOCK.finditer(guide)}
+    missing = sorted(shown - set(outputs))
+    if missing:
+        raise SystemExit(f"walkthrough: the guide shows outputs of unknown steps: {', '.join(missing)}")
+    new = _BLOCK.sub(lambda m: m.group(1) + mask(outputs[m.group("name")]) + m.group(4), guide)
+    if args.check:
+        if mask(new) != mask(guide):
+            print("walkthrough: the outputs in docs/user-guide.md drifted; run docs/walkthrough.py", file=sys.stderr)
+            return 1
+        print(f"walkthrough: {len(outputs)} steps ran, {len(shown)} outputs as shown")
+        return 0
+    GUIDE.write_text(new, encoding="utf-8")
+    print(f"walkthrough: {len(outputs)} steps ran; {len(shown)} outputs written to {GUIDE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
