@@ -312,7 +312,8 @@ QUIET_OPT = click.option("-q", "--quiet", is_flag=True, help="No progress displa
 @contextmanager
 def schedule_progress(engine: str, opts, quiet: bool):
     """On a terminal (stderr) and unless --quiet: a rich progress display of the engine's work — CP-SAT's windows
-    done, pods placed so far, and the stage being solved with its best objective and bound."""
+    done, pods placed so far, and the stage being solved with its best objective and bound; greedy's pods done and
+    placed. Yields greedy's hook (None when nothing is shown)."""
     from .output import console as make_console
 
     con = make_console(stderr=True)
@@ -335,8 +336,12 @@ def schedule_progress(engine: str, opts, quiet: bool):
             progress.update(task, description=f"{desc} | {stage}: {objective:,.0f} / bound {bound:,.0f}")
 
         opts.on_window, opts.on_progress = on_window, on_progress
+
+    def on_pod(done, total, placed):  # greedy: pods decided and placed so far
+        progress.update(task, total=total, completed=done, description=f"{label}: {placed}/{done} pods placed")
+
     with progress:
-        yield progress
+        yield on_pod
 
 
 def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str | None = None,
@@ -407,8 +412,8 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
 
         opts = CpsatOptions(window=window, time_limit=time_limit, workers=workers, seed=seed, objective=objective,
                             deterministic=deterministic, tie_break=tie_break)
-    with schedule_progress(engine, opts, quiet) as _:
-        plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed)
+    with schedule_progress(engine, opts, quiet) as on_pod:
+        plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed, on_pod=on_pod)
     data = plan.to_dict()
     if bind == "none":
         if out_file:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -42,6 +43,7 @@ from .framework.runtime import (
 )
 from .framework.state import ClusterState
 
+PROGRESS_EVERY = 200  # pods between progress reports
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
@@ -274,15 +276,21 @@ class GreedyScheduler:
 
     # --- the loop ---------------------------------------------------------------------------------
 
-    def run(self, pods: list[PodInfo] | None = None) -> Plan:
+    def run(self, pods: list[PodInfo] | None = None,
+            on_pod: Callable[[int, int, int], None] | None = None) -> Plan:
+        """kube's loop over `pods` (the pending pods); `on_pod(done, total, placed)` every PROGRESS_EVERY pods."""
         started = time.perf_counter()
         plan = Plan(engine="greedy")
         pods = self.index.pending if pods is None else pods
         names = self.index.node_names
-        for pod in pods:
+        placed = 0
+        for k, pod in enumerate(pods):
+            if on_pod is not None and k % PROGRESS_EVERY == 0:
+                on_pod(k, len(pods), placed)
             if self.config.profile_for(pod.spec.scheduler_name) is None:
                 continue  # another scheduler's pod
             attempt = self.schedule_one(pod)
+            placed += attempt.node is not None
             node = names[attempt.node] if attempt.node is not None else None
             plan.placements.append(Placement(pod.key, node, attempt.reason, pod.priority, attempt.nominated,
                                              attempt.volume_bindings))
@@ -347,6 +355,7 @@ def unimplemented_warnings(pods: list[PodInfo]) -> list[str]:
 
 
 def schedule_greedy(
-    index: ClusterIndex, config: SchedulerConfig | None = None, *, tie_break: str = "order", seed: int = 0
+    index: ClusterIndex, config: SchedulerConfig | None = None, *, tie_break: str = "order", seed: int = 0,
+    on_pod: Callable[[int, int, int], None] | None = None,
 ) -> Plan:
-    return GreedyScheduler(index, config, tie_break=tie_break, seed=seed).run()
+    return GreedyScheduler(index, config, tie_break=tie_break, seed=seed).run(on_pod=on_pod)

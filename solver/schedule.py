@@ -32,8 +32,8 @@ def _summary(violations: list[Violation], limit: int = 3) -> str:
 
 
 def decide(index: ClusterIndex, config: SchedulerConfig, engine: str = "cpsat", *, cpsat_options=None,
-           tie_break: str = "order", seed: int = 0) -> Plan:
-    """The verified plan of `engine` (`cpsat` or `greedy`)."""
+           tie_break: str = "order", seed: int = 0, on_pod=None) -> Plan:
+    """The verified plan of `engine` (`cpsat` or `greedy`); `on_pod` observes greedy's progress."""
     if engine == "cpsat":
         from .cpsat import CpsatOptions, schedule_cpsat
 
@@ -50,7 +50,7 @@ def decide(index: ClusterIndex, config: SchedulerConfig, engine: str = "cpsat", 
         fallback.warnings.append(message)
         plan = fallback
     elif engine == "greedy":
-        plan = schedule_greedy(index, config, tie_break=tie_break, seed=seed)
+        plan = schedule_greedy(index, config, tie_break=tie_break, seed=seed, on_pod=on_pod)
     else:
         raise ValueError(f"unknown engine {engine!r}")
     violations = verify_plan(index, plan)
