@@ -162,3 +162,30 @@ def test_explain_in_the_plan_says_which_pods_took_the_node_a_pod_fits_alone(tmp_
     assert out["taken_by_other_pods"] == {"g1": ["default/train-a"]}
     assert out["alone"]["selected"] == "g1" and out["in_plan"]["selected"] is None
     assert _run("explain", state, "--pod", "train-b", "--in-plan").exit_code == 2  # needs a plan or an engine
+
+
+def test_both_engines_give_a_pod_they_both_leave_pending_the_same_kind_of_reason(tmp_path):
+    from kplace.solver.compare.metrics import reason_group
+
+    state = _state(tmp_path, node("a", cpu="1"), pod("big", cpu="4"))
+    reasons = {}
+    for engine in ("greedy", "cpsat"):
+        placements = json.loads(_run("schedule", state, "--engine", engine, "-o", "json").stdout)["placements"]
+        reasons[engine] = reason_group(placements[0]["reason"])
+    assert reasons["greedy"] == reasons["cpsat"] and "preemption:" in reasons["cpsat"]
+
+
+def test_the_windows_table_carries_a_legend_of_its_terms(tmp_path):
+    res = _run("schedule", _state(tmp_path, node("a"), pod("p", cpu="100m")))
+    assert "groups: sets of identical pods" in res.stdout and "Glossary" in res.stdout
+
+
+def test_rebalance_on_the_shipped_demo_proposes_moves_with_destinations():
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[2] / "instances" / "rebalance-demo.json"
+    res = _run("rebalance", str(demo), "--time-limit", "2", "-o", "json")
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.stdout)
+    assert plan["moves"] and all(m["to"] for m in plan["moves"])
+    assert plan["after"]["non_empty_nodes"] < plan["before"]["non_empty_nodes"]
