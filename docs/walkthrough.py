@@ -76,7 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     new = _BLOCK.sub(lambda m: m.group(1) + mask(outputs[m.group("name")]) + m.group(4), guide)
     if args.check:
         if mask(new) != mask(guide):
-            print("walkthrough: the outputs in docs/user-guide.md drifted; run docs/walkthrough.py", file=sys.stderr)
+            import difflib
+
+            diff = difflib.unified_diff(mask(guide).splitlines(), mask(new).splitlines(), "user-guide.md", "now",
+                                        lineterm="", n=1)
+            print("walkthrough: the outputs in docs/user-guide.md drifted; run docs/walkthrough.py\n"
+                  + "\n".join(list(diff)[:60]), file=sys.stderr)
             return 1
         print(f"walkthrough: {len(outputs)} steps ran, {len(shown)} outputs as shown")
         return 0
