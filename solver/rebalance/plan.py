@@ -224,6 +224,7 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
         "never_moved": dict(sorted(Counter(_short(r) for r in pinned.values()).items())),
         "dropped": [{"pod": s.pod, "from": names[s.src] if s.src is not None else None, "to": names[s.dst],
                      "reason": why} for s, why in waves.dropped],
+        "score": _score(index, config, start, waves.final, [s.pod for s in waves.steps]),
         "violations_after": [v.to_dict() for v in after_v],
         "model": {"status": target.status, "goal_before": target.goal_before, "goal_after": target.goal_after,
                   "stages": target.stages},
@@ -233,6 +234,36 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
         "seconds": round(time.perf_counter() - started, 3),
     }
     return plan
+
+
+SCORE_LIMIT = 3000  # pods the plan moves or places that are scored (an evenly spaced sample beyond)
+
+
+def _score(index: ClusterIndex, config: SchedulerConfig, start: dict[str, int], final: dict[str, int],
+           keys: list[str]) -> dict[str, Any]:
+    """The score measure (`solver.measure`) of the pods the plan moves or places: where they end (the plan's final
+    state) and, for the moved ones, where they were (the state before)."""
+    from ..framework.state import ClusterState
+    from ..measure import measure
+
+    if len(keys) > SCORE_LIMIT:
+        keys = [keys[i] for i in sorted({round(i * (len(keys) - 1) / (SCORE_LIMIT - 1)) for i in range(SCORE_LIMIT)})]
+
+    def state_of(assign: dict[str, int]) -> ClusterState:
+        state = ClusterState(index)
+        for pi in index.pods:
+            if pi.node >= 0 and assign.get(pi.key) != pi.node:
+                state.forget(pi)
+        for key, n in assign.items():
+            pi = index.pod_by_key[key]
+            if state.pod_node[pi.idx] != n:
+                state.assume(pi, n)
+        return state
+
+    moved = [k for k in keys if k in start]
+    after = measure(config, state_of(final), ((index.pod_by_key[k], final[k]) for k in keys))
+    before = measure(config, state_of(start), ((index.pod_by_key[k], start[k]) for k in moved))
+    return {"pods": len(keys), "after": after.to_dict(), "moved_pods_before": before.to_dict()}
 
 
 def _short(reason: str) -> str:

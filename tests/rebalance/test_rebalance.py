@@ -281,3 +281,13 @@ profiles:
     p = load_policy(str(f))
     assert p.evictor.evict_daemonset and p.evictor.evict_local_storage
     assert p.balance is not None and p.balance.deviation and p.balance.target == {"cpu": 50.0}
+
+
+def test_the_plan_reports_the_score_measure_of_what_it_moves_before_and_after():
+    plan = run(_thin(), goal="pack")
+    score = plan["score"]
+    assert score["pods"] == len(plan["moves"]) == score["after"]["pods"] == score["moved_pods_before"]["pods"]
+    assert score["after"]["total"] > 0 and "NodeResourcesFit" in score["after"]["per_plugin"]
+    # packing fills nodes, so kube's LeastAllocated scores the moved pods lower than where they were
+    fit = "NodeResourcesFit"
+    assert score["after"]["per_plugin"][fit] < score["moved_pods_before"]["per_plugin"][fit]
