@@ -8,6 +8,7 @@ bad input, 3 when the verifier rejects a plan).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import Counter
 from contextlib import contextmanager
@@ -77,14 +78,16 @@ class _Group(click.Group):
 
 
 STATE_ARG = click.argument("state", nargs=-1, required=False, metavar="STATE...")
-def _parse_duration(text: str) -> float:
-    """kubectl's --request-timeout: a number of seconds or a duration with a unit (500ms, 10s, 2m, 1h); 0: none."""
-    import re
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", text)
-    if m is None:
-        raise click.BadParameter(f"{text!r} is not a duration (examples: 30, 10s, 2m)")
-    return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[m.group(2)]
+
+def parse_duration(text: str, option: str = "--every") -> float:
+    """Seconds in '10m', '30s', '1h', '250ms' or a bare number of seconds (kubectl's durations)."""
+    m = _DURATION.match(text.strip())
+    if not m:
+        raise click.BadParameter(f"{text!r} is not a duration like 30s, 10m or 1h", param_hint=option)
+    value, unit = float(m.group(1)), m.group(2) or "s"
+    return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
 
 
 def _set_request_timeout(_ctx, _param, value: str | None) -> None:
@@ -92,7 +95,7 @@ def _set_request_timeout(_ctx, _param, value: str | None) -> None:
         return
     from .binder.kube import TIMEOUTS
 
-    seconds = _parse_duration(value)
+    seconds = parse_duration(value, "--request-timeout")
     if seconds > 0:
         TIMEOUTS.call = TIMEOUTS.list = seconds
 

@@ -114,8 +114,7 @@ def explain_in_plan(index: ClusterIndex, config: SchedulerConfig, pod_key: str, 
 
     alone = explain_pod(index, config, pod_key, candidates)
     placements = [(p.pod, p.node) for p in plan.placements if p.node is not None]
-    in_plan = explain_pod(index, config, pod_key, candidates,
-                          state=final_state(index, (e.pod for e in plan.evictions), placements))
+    in_plan = explain_pod(index, config, pod_key, candidates, state=final_state(index, plan))
     mine = next((p for p in plan.placements if p.pod == pod_key), None)
     by_node: dict[str, list[str]] = {}
     for key, node in placements:

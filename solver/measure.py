@@ -20,6 +20,7 @@ Pods identical to every plugin (`framework.identical`) on the same node have the
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,22 +82,19 @@ def pod_measure(config: SchedulerConfig, state: ClusterState, pod: PodInfo, node
 def measure(config: SchedulerConfig, state: ClusterState, placed: Iterable[tuple[PodInfo, int]]) -> ScoreMeasure:
     """M over `placed` ((pod, node) pairs that `state`, the final state, holds); `state` is left as it was."""
     keys = relevant_label_keys(state.index)
-    classes: dict[tuple, list[int]] = {}  # (identity, node) → [pods, m, parts...]
-    out = ScoreMeasure()
+    counts: Counter[tuple] = Counter()  # (identity, node) → pods
     memo: dict[tuple, tuple[int, dict[str, int]]] = {}
     for pod, n in placed:
         k = (identity_key(state.index, pod, keys), n)
-        hit = memo.get(k)
-        if hit is None:
+        if k not in memo:
             try:
-                hit = pod_measure(config, state, pod, n)
+                memo[k] = pod_measure(config, state, pod, n)
             except Exception:  # a pod kplace cannot evaluate scores nothing (the engines leave such pods pending)
                 log.exception("scoring pod %s failed", pod.key)
-                hit = (0, {})
-            memo[k] = hit
-            classes[k] = [0]
-        classes[k][0] += 1
-    for k, (count,) in classes.items():
+                memo[k] = (0, {})
+        counts[k] += 1
+    out = ScoreMeasure()
+    for k, count in counts.items():
         total, parts = memo[k]
         out.total += count * total
         out.pods += count
@@ -105,19 +103,27 @@ def measure(config: SchedulerConfig, state: ClusterState, placed: Iterable[tuple
     return out
 
 
-def final_state(index: ClusterIndex, evicted: Iterable[str], placements: Iterable[tuple[str, str]]) -> ClusterState:
-    """The input state minus `evicted` pod keys plus `placements` ((pod key, node name) pairs)."""
+def sample(items: list, limit: int) -> list:
+    """At most `limit` of `items`, evenly spaced (all of them when there are no more)."""
+    if len(items) <= limit:
+        return items
+    pick = np.linspace(0, len(items) - 1, limit).round().astype(int)
+    return [items[i] for i in sorted(set(pick.tolist()))]
+
+
+def final_state(index: ClusterIndex, plan) -> ClusterState:
+    """The state after the plan: evictions removed, placements added."""
     state = ClusterState(index)
-    for key in evicted:
-        state.forget(index.pod_by_key[key])
-    for key, node in placements:
-        state.assume(index.pod_by_key[key], index.node_id[node])
+    for e in plan.evictions:
+        state.forget(index.pod_by_key[e.pod])
+    for p in plan.placements:
+        if p.node is not None:
+            state.assume(index.pod_by_key[p.pod], index.node_id[p.node])
     return state
 
 
 def plan_measure(index: ClusterIndex, config: SchedulerConfig, plan, state: ClusterState | None = None) -> ScoreMeasure:
     """M(plan) on the plan's final state (built from the plan unless given)."""
-    placements = [(p.pod, p.node) for p in plan.placements if p.node is not None]
-    if state is None:
-        state = final_state(index, (e.pod for e in plan.evictions), placements)
-    return measure(config, state, ((index.pod_by_key[k], index.node_id[n]) for k, n in placements))
+    state = final_state(index, plan) if state is None else state
+    return measure(config, state, ((index.pod_by_key[p.pod], index.node_id[p.node]) for p in plan.placements
+                                   if p.node is not None))

@@ -39,7 +39,7 @@ from kplace.models.tolerations import tolerated_by_any
 
 from ..framework.config import SchedulerConfig
 from ..framework.state import ClusterState
-from ..measure import measure
+from ..measure import final_state, measure, sample
 from ..plugins.interpodaffinity.terms import pod_terms, resolve_namespaces
 from ..plugins.podtopologyspread.spread import node_affinity_mask
 
@@ -47,18 +47,7 @@ SCORE_LIMIT = 3000  # placed pods scored per plan; beyond that an evenly spaced 
 SHAPES = 3  # most common pending pod shapes for fragmentation
 
 
-# --- the final state ------------------------------------------------------------------------------------------
-
-
-def final_state(index: ClusterIndex, plan: Plan) -> ClusterState:
-    """The state after the plan: evictions removed, placements added."""
-    state = ClusterState(index)
-    for e in plan.evictions:
-        state.forget(index.pod_by_key[e.pod])
-    for p in plan.placements:
-        if p.node is not None:
-            state.assume(index.pod_by_key[p.pod], index.node_id[p.node])
-    return state
+# --- the final state (`measure.final_state`) ------------------------------------------------------------------
 
 
 def placed_pods(index: ClusterIndex, plan: Plan) -> list[tuple[PodInfo, int]]:
@@ -259,12 +248,9 @@ def score_metrics(index: ClusterIndex, config: SchedulerConfig, state: ClusterSt
                   placed: list[tuple[PodInfo, int]], limit: int = SCORE_LIMIT) -> dict[str, Any]:
     """The plan's score measure (`solver.measure`) in total, per plugin and per pod. Plans placing more than
     `limit` pods are measured on an evenly spaced sample of them (the totals are then null)."""
-    sample = placed
-    if len(placed) > limit:
-        pick = np.linspace(0, len(placed) - 1, limit).round().astype(int)
-        sample = [placed[i] for i in sorted(set(pick.tolist()))]
-    m = measure(config, state, sample)
-    whole = len(sample) == len(placed)
+    scored = sample(placed, limit)
+    m = measure(config, state, scored)
+    whole = len(scored) == len(placed)
     return {"total": m.total if whole else None, "mean_per_pod": round(m.mean, 3),
             "per_plugin": {k: v if whole else None for k, v in sorted(m.per_plugin.items())},
             "per_plugin_mean": {k: round(v / m.pods, 3) if m.pods else 0.0 for k, v in sorted(m.per_plugin.items())},

@@ -100,13 +100,15 @@ def score_terms(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDo
 
 
 def score_stage(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain],
-                terms: list[ObjectiveTerm]) -> Stage:
-    """The static coefficients plus every state-dependent plugin's term (see the module doc)."""
+                terms: list[ObjectiveTerm], normalised: list[str]) -> Stage:
+    """The static coefficients plus every state-dependent plugin's term (see the module doc); `normalised` names
+    the static plugins whose NormalizeScore runs over nodes the final state decides (taken at the window's start)."""
     expr, weights, scaled = score_terms(v, groups, domains)
     v.coefficients = weights
     static = _eval_linear(scaled)
     evals = [t.evaluate for t in terms]
-    inexact = sorted(f"{t.plugin} ({t.note})" if t.note else t.plugin for t in terms if not t.exact)
+    inexact = sorted([*(f"{t.plugin} ({t.note})" if t.note else t.plugin for t in terms if not t.exact),
+                      *(f"{name} (normalised at the window's start)" for name in normalised)])
     return Stage("score", expr + sum(t.expr for t in terms), True,
                  lambda c: static(c) + sum(f(c) for f in evals),
                  surrogate="final-state score; not exact for " + ", ".join(inexact) if inexact else "")
@@ -201,9 +203,9 @@ def _break_node_symmetry(v: Variables, used: dict[int, cp_model.IntVar]) -> None
 
 
 def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain], goal: str,
-                     terms: list[ObjectiveTerm]) -> list[Stage]:
+                     terms: list[ObjectiveTerm], normalised: list[str]) -> list[Stage]:
     stages = placement_stages(v, groups)
-    score = score_stage(v, groups, domains, terms)
+    score = score_stage(v, groups, domains, terms, normalised)
     goal_s = goal_stage(v, goal)
     if goal_s is None:
         return [*stages, score]

@@ -42,6 +42,7 @@ from ..greedy import GreedyScheduler, unimplemented_warnings
 from ..measure import measure
 from ..plugins import encodings
 from .builder import post_constraints
+from .clock import SearchClock
 from .domains import GroupDomain, group_domain
 from .groups import GroupMatcher, PodGroup, group_pods
 from .objective import Stage, objective_stages
@@ -68,7 +69,6 @@ class CpsatOptions:
 
 log = logging.getLogger(__name__)
 
-WALL_NET = (4.0, 2.0)  # deterministic mode: a stage's search stops after 4 × its budget + 2 s of wall time
 PREEMPTION = " preemption: "  # kube's FitError tail: what PostFilter (preemption) found
 SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
 SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds),
@@ -141,7 +141,8 @@ class CpsatScheduler:
             raise ValueError(f"objective must be default, pack or balance, got {self.opts.objective!r}")
         self.state = ClusterState(index)
         self._preemption_tail: dict[str, str] = {}  # pod key → greedy's "preemption: ..." for pods both leave out
-        self._searched = 0.0  # deterministic seconds CP-SAT has searched so far (the budget's clock when deterministic)
+        self._clock = SearchClock(self.opts.deterministic, self.opts.workers, self.opts.seed)  # what budgets count
+        self._netted = False  # the last solve was stopped by the wall-clock net
         self._reference = self.state  # the current window's hint state (normalisation ranges are estimated there)
 
     # --- building blocks --------------------------------------------------------------------------
@@ -183,20 +184,7 @@ class CpsatScheduler:
         return [[by_gid[i] for i in c] for c in comps]
 
     def _solver(self, seconds: float) -> cp_model.CpSolver:
-        solver = cp_model.CpSolver()
-        p = solver.parameters
-        p.random_seed = self.opts.seed
-        p.num_workers = max(1, self.opts.workers)
-        if self.opts.deterministic:
-            p.interleave_search = True
-            p.max_deterministic_time = max(0.05, seconds)
-            # A wall-clock safety net for a search that would otherwise overrun its budget by far (deterministic
-            # time can run slower than wall time on a loaded machine); when it stops a stage, the stage says so
-            # ("limit": "wall-clock") and the plan may differ from another run's.
-            p.max_time_in_seconds = WALL_NET[0] * seconds + WALL_NET[1]
-        else:
-            p.max_time_in_seconds = max(0.05, seconds)
-        return solver
+        return self._clock.solver(seconds)
 
     def _solve_component(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
                          scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]], seconds: float,
@@ -210,11 +198,11 @@ class CpsatScheduler:
         v = Variables(model, self.state, groups, scope)
         match = GroupMatcher(self.index, groups)
         claims = post_constraints(v, groups, match, self._profile, volume_hint or {})
-        terms = self._score_terms(v, groups, match)
-        stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective, terms)
+        terms, normalised = self._score_terms(v, groups, match)
+        stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective, terms, normalised)
         v.add_hint(hint)
         volumes = claims.derive(hint) if claims.derive else {}
-        started = self._clock()
+        started = self._clock.now()
         counts = hint
         reference = hint if reference is None else reference
         optimal, info = True, []
@@ -228,7 +216,7 @@ class CpsatScheduler:
                 info.append({"stage": stage.name, "status": "OPTIMAL (hint places every pod)",
                              "objective": stage.best, "bound": bound, "greedy": greedy_obj, "seconds": 0.0})
                 continue
-            remaining = seconds - (self._clock() - started)
+            remaining = seconds - (self._clock.now() - started)
             share = remaining * (stage.share if k < len(stages) - 1 else 1.0)
             (model.maximize if stage.maximize else model.minimize)(stage.expr)
             if stage.surrogate:
@@ -263,8 +251,7 @@ class CpsatScheduler:
                 greedy_obj = float(stage.evaluate(reference))
                 entry = {"stage": stage.name, "status": solver.status_name(status), "objective": value,
                          "bound": bound, "greedy": greedy_obj, "seconds": round(solver.wall_time, 4)}
-            if (self.opts.deterministic and status != cp_model.OPTIMAL
-                    and solver.wall_time >= solver.parameters.max_time_in_seconds * 0.99):
+            if self._netted:
                 entry["limit"] = "wall-clock"  # stopped by the safety net: this stage is not reproducible
             info.append(entry)
             if k < len(stages) - 1:
@@ -295,15 +282,10 @@ class CpsatScheduler:
             empty = np.zeros(0, np.int64)
             return GroupDomain(empty, empty, empty)
 
-    def _clock(self) -> float:
-        """What time budgets are counted in: the search's deterministic time in deterministic mode (so the same
-        input and seed give the same plan whatever the machine's load), wall seconds otherwise."""
-        return self._searched if self.opts.deterministic else time.perf_counter()
-
     def _run(self, solver: cp_model.CpSolver, model: cp_model.CpModel, stage: str):
         hook = self.opts.on_progress
         status = solver.solve(model, _Progress(hook, stage) if hook else None)
-        self._searched += solver.response_proto.deterministic_time
+        self._netted = self._clock.record(solver, status)
         if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage)
         return status
@@ -340,21 +322,23 @@ class CpsatScheduler:
             solver.parameters.max_deterministic_time = max(0.05, limit)
         return solver
 
-    def _score_terms(self, v: Variables, groups: list[PodGroup], match: GroupMatcher) -> list[ObjectiveTerm]:
-        """Each state-dependent score plugin's objective term (`plugins.encodings`) for this model."""
+    def _score_terms(self, v: Variables, groups: list[PodGroup], match: GroupMatcher
+                     ) -> tuple[list[ObjectiveTerm], list[str]]:
+        """Each state-dependent score plugin's objective term (`plugins.encodings`) for this model, and the static
+        score plugins that normalise (over nodes the final state decides, so their coefficients are approximate)."""
         profile = self._profile(groups[0].rep)
         encoded = encodings()
-        out = []
+        terms, normalised = [], []
         for plugin in profile.at("score"):
             encode = encoded[plugin.name].score if plugin.name in encoded else None
             if encode is None:
-                if type(plugin).normalize is not Plugin.normalize:  # normalised over nodes the final state decides
-                    out.append(ObjectiveTerm(plugin.name, 0, lambda _c: 0, note="normalised at the window's start"))
+                if type(plugin).normalize is not Plugin.normalize:
+                    normalised.append(plugin.name)
                 continue
             term = encode(EncodingContext(v, plugin, profile.weights.get(plugin.name, 1), self._reference, match))
             if term is not None:
-                out.append(term)
-        return out
+                terms.append(term)
+        return terms, normalised
 
     def _capacity_counts(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
                          v: Variables) -> dict[int, dict[int, int]]:
@@ -423,7 +407,7 @@ class CpsatScheduler:
                 reason = fallback[p.idx].reason or ""
                 if cpsat_nodes[p.idx] is None and fallback[p.idx].node is None and PREEMPTION in reason:
                     self._preemption_tail[p.key] = reason.split(PREEMPTION, 1)[1]
-            measures = self._measures(pods, cpsat_nodes, fallback, base.fallback_state)
+            measures = self._measures(groups, cpsat_nodes, fallback, base.fallback_state)
             goal_tied = self.opts.objective == "default" or solved.objective == solved.greedy_objective
             if cp_vec == fb_vec and goal_tied and measures["cpsat"] < measures["greedy"] and not any(
                     a.evictions for a in fallback.values()):
@@ -449,14 +433,17 @@ class CpsatScheduler:
             window["measure"] = measures
         return window, placements, evictions
 
-    def _measures(self, pods: list[PodInfo], nodes: dict[int, int | None], fallback: dict,
+    def _measures(self, groups: list[PodGroup], nodes: dict[int, int | None], fallback: dict,
                   fallback_state: ClusterState) -> dict[str, Any]:
         """The score measure (`solver.measure`) of the window's pods in CP-SAT's plan (on the current state) and
-        in greedy's (on its state); computed once when the two plans put the same groups' pods on the same nodes."""
-        mine = [(p, nodes[p.idx]) for p in pods if nodes[p.idx] is not None]
-        theirs = [(p, fallback[p.idx].node) for p in pods if fallback[p.idx].node is not None]
+        in greedy's (on its state); computed once when the two plans put as many of each group's pods on each node
+        (identical pods are interchangeable)."""
+        of = [(g.gid, p) for g in groups for p in g.pods]
+        mine = [(p, nodes[p.idx]) for _, p in of if nodes[p.idx] is not None]
+        theirs = [(p, fallback[p.idx].node) for _, p in of if fallback[p.idx].node is not None]
         m_cp = measure(self.config, self.state, mine)
-        same = sorted((p.idx, n) for p, n in mine) == sorted((p.idx, n) for p, n in theirs)
+        same = (Counter((gid, nodes[p.idx]) for gid, p in of if nodes[p.idx] is not None)
+                == Counter((gid, fallback[p.idx].node) for gid, p in of if fallback[p.idx].node is not None))
         m_fb = m_cp if same else measure(self.config, fallback_state, theirs)
         return {"cpsat": m_cp.total, "greedy": m_fb.total, "cpsat_per_plugin": m_cp.per_plugin,
                 "greedy_per_plugin": m_fb.per_plugin}
@@ -507,7 +494,7 @@ class CpsatScheduler:
                 merged.counts.update({g.gid: {} for g in comp})
                 continue
             comp_budget = budget * size / sum(sizes)
-            comp_started = self._clock()
+            comp_started = self._clock.now()
             ref = {g.gid: reference[g.gid] for g in comp}
             scoped = [g for g in comp if len(scope[g.gid]) < len(domains[g.gid].nodes)]
             short = any(sum(ref[g.gid].values()) < g.size for g in comp)
@@ -518,7 +505,7 @@ class CpsatScheduler:
                 log.exception("building or solving a model of %d groups failed", len(comp))
                 res = ComponentResult({g.gid: hint[g.gid] for g in comp}, False, 0, 0, 0,
                                       [{"stage": "model", "status": "ERROR", "error": internal_error(exc)}], ok=False)
-            left = comp_budget - (self._clock() - comp_started)
+            left = comp_budget - (self._clock.now() - comp_started)
             unplaced = any(sum(res.counts.get(g.gid, {}).values()) < g.size for g in comp)
             if res.ok and scoped and unplaced and left > 0.1:
                 full = {g.gid: domains[g.gid].nodes if g in scoped else scope[g.gid] for g in comp}
@@ -658,7 +645,7 @@ class CpsatScheduler:
         windows = [pods[i : i + size] for i in range(0, len(pods), size)]
         names = self.index.node_names
         for k, wpods in enumerate(windows):
-            spent = self._searched if self.opts.deterministic else time.perf_counter() - started
+            spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
             remaining = self.opts.time_limit - spent
             window, placements, evictions = self.solve_window(wpods, max(0.05, remaining / (len(windows) - k)))
             self._fill_reasons(placements)

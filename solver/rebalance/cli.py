@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from contextlib import contextmanager
@@ -21,18 +20,8 @@ from ..cli import (
     STATE_ARG,
     load_index,
     output_choice,
+    parse_duration,
 )
-
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in '10m', '30s', '1h', '250ms' or a bare number of seconds."""
-    m = _DURATION.match(text.strip())
-    if not m:
-        raise click.BadParameter(f"{text!r} is not a duration like 30s, 10m or 1h", param_hint="--every")
-    value, unit = float(m.group(1)), m.group(2) or "s"
-    return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
 
 
 def render_table(plan: dict[str, Any]) -> None:

@@ -25,7 +25,6 @@ Budgets (--max-moves, per node of origin, per namespace) are constraints; `--min
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +34,7 @@ from kplace.models.index import ClusterIndex, PodInfo
 from ortools.sat.python import cp_model
 
 from ..cpsat.builder import post_constraints
+from ..cpsat.clock import SearchClock
 from ..cpsat.domains import group_domain
 from ..cpsat.groups import GroupMatcher, PodGroup, group_pods
 from ..cpsat.objective import Stage, goal_stage, placement_stages
@@ -62,35 +62,19 @@ class RebalanceOptions:
 
 @dataclass
 class Budget:
-    """A rebalance's search time: deterministic seconds of CP-SAT (the same input and seed give the same plan
-    whatever the machine's load) or wall seconds. A deterministic stage also stops after 4 × its share + 2 s of
-    wall time, a net for a search that would overrun its budget by far; the stage then says "limit": "wall-clock"."""
+    """A rebalance's search time on a `cpsat.clock.SearchClock` (deterministic seconds of CP-SAT by default, so the
+    same input and seed give the same plan whatever the machine's load; a stage the wall-clock net stopped says
+    "limit": "wall-clock")."""
 
     seconds: float
-    deterministic: bool = True
-    spent: float = 0.0
-    started: float = field(default_factory=time.perf_counter)
+    clock: SearchClock
+    started: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.started = self.clock.now()
 
     def left(self) -> float:
-        return self.seconds - (self.spent if self.deterministic else time.perf_counter() - self.started)
-
-    def solver(self, share: float, workers: int, seed: int) -> cp_model.CpSolver:
-        solver = cp_model.CpSolver()
-        p = solver.parameters
-        p.random_seed = seed
-        p.num_workers = max(1, workers)
-        if self.deterministic:
-            p.interleave_search = True
-            p.max_deterministic_time = share
-            p.max_time_in_seconds = 4 * share + 2
-        else:
-            p.max_time_in_seconds = share
-        return solver
-
-    def record(self, solver: cp_model.CpSolver) -> bool:
-        """Count the solve's time; True when the wall-clock net stopped it (deterministic mode)."""
-        self.spent += solver.response_proto.deterministic_time
-        return self.deterministic and solver.wall_time >= 0.99 * solver.parameters.max_time_in_seconds
+        return self.seconds - (self.clock.now() - self.started)
 
 
 @dataclass
@@ -299,10 +283,10 @@ def solve(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts: Re
     for k, stage in enumerate(stages):
         share = max(0.2, budget.left() / (len(stages) - k))
         (model.maximize if stage.maximize else model.minimize)(stage.expr)
-        solver = budget.solver(share, opts.workers, opts.seed)
+        solver = budget.clock.solver(share)
         status = solver.solve(model)
         info = {"stage": stage.name, "status": solver.status_name(status), "seconds": round(solver.wall_time, 3)}
-        if budget.record(solver) and status != cp_model.OPTIMAL:
+        if budget.clock.record(solver, status):
             info["limit"] = "wall-clock"  # stopped by the safety net: this stage is not reproducible
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             target.stages.append(info)

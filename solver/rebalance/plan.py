@@ -23,6 +23,7 @@ from typing import Any
 
 from kplace.models.index import ClusterIndex
 
+from ..cpsat.clock import SearchClock
 from ..framework.config import SchedulerConfig
 from ..plugins.defaultpreemption import matching_pdbs
 from .check import StateChecker, StateViolation, count_by_kind
@@ -144,7 +145,7 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     if opts.goal not in GOALS:
         raise ValueError(f"goal must be one of {', '.join(GOALS)}, got {opts.goal!r}")
     started = time.perf_counter()
-    budget = Budget(opts.time_limit, opts.deterministic)
+    budget = Budget(opts.time_limit, SearchClock(opts.deterministic, opts.workers, opts.seed))
     checker = StateChecker(index)
     start = {pi.key: int(pi.node) for pi in index.pods if pi.node >= 0}
     before_v = checker.violations(start)
@@ -244,26 +245,17 @@ def _score(index: ClusterIndex, config: SchedulerConfig, start: dict[str, int], 
     """The score measure (`solver.measure`) of the pods the plan moves or places: where they end (the plan's final
     state) and, for the moved ones, where they were (the state before)."""
     from ..framework.state import ClusterState
-    from ..measure import measure
+    from ..measure import measure, sample
 
-    if len(keys) > SCORE_LIMIT:
-        keys = [keys[i] for i in sorted({round(i * (len(keys) - 1) / (SCORE_LIMIT - 1)) for i in range(SCORE_LIMIT)})]
-
-    def state_of(assign: dict[str, int]) -> ClusterState:
-        state = ClusterState(index)
-        for pi in index.pods:
-            if pi.node >= 0 and assign.get(pi.key) != pi.node:
-                state.forget(pi)
-        for key, n in assign.items():
-            pi = index.pod_by_key[key]
-            if state.pod_node[pi.idx] != n:
-                state.assume(pi, n)
-        return state
-
-    moved = [k for k in keys if k in start]
-    after = measure(config, state_of(final), ((index.pod_by_key[k], final[k]) for k in keys))
-    before = measure(config, state_of(start), ((index.pod_by_key[k], start[k]) for k in moved))
-    return {"pods": len(keys), "after": after.to_dict(), "moved_pods_before": before.to_dict()}
+    after_state = ClusterState(index)
+    for k in keys:
+        if k in start:
+            after_state.forget(index.pod_by_key[k])
+        after_state.assume(index.pod_by_key[k], final[k])
+    scored = sample(keys, SCORE_LIMIT)
+    after = measure(config, after_state, ((index.pod_by_key[k], final[k]) for k in scored))
+    before = measure(config, ClusterState(index), ((index.pod_by_key[k], start[k]) for k in scored if k in start))
+    return {"pods": len(scored), "after": after.to_dict(), "moved_pods_before": before.to_dict()}
 
 
 def _short(reason: str) -> str:

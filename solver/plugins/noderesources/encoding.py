@@ -39,11 +39,12 @@ from .args import LEAST, MOST
 from .helpers import allocation_after
 
 
-def _table(ctx: EncodingContext, score_rows, gid: int, n: int, non_zero: bool, resources) -> list[int]:
-    """SCALE · weight · k · F(L⁰ + k·r) for k = 0..ub[g, n]."""
+def _table(ctx: EncodingContext, score_rows, gid: int, n: int, non_zero: bool, resources,
+           k_max: int | None = None) -> list[int]:
+    """SCALE · weight · k · F(L⁰ + k·r) for k = 0..k_max (default ub[g, n])."""
     h = ctx.handle
     g = h.groups[gid]
-    ub = h.ub[gid][n]
+    ub = h.ub[gid][n] if k_max is None else k_max
     req, alloc, inc = allocation_after(h.state, g.rep.idx, n, resources, non_zero, ub)
     per_pod = np.asarray(score_rows(req, alloc, inc), dtype=np.int64)
     return [0, *(SCALE * ctx.weight * (k + 1) * int(s) for k, s in enumerate(per_pod.tolist()))]
@@ -130,7 +131,7 @@ def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
         if util is None:
             exact = False
             for g, var in entries:
-                first = _table(ctx, plugin.score_of, g.gid, n, True, names)
+                first = _table(ctx, plugin.score_of, g.gid, n, True, names, k_max=1)
                 terms.add(var, first[1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
             continue
         exact = False
@@ -170,7 +171,7 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
         exact = False
         if len(resources) != 2:
             for g, var in scored:
-                first = _table(ctx, scorer, g.gid, n, False, resources)
+                first = _table(ctx, scorer, g.gid, n, False, resources, k_max=1)
                 terms.add(var, first[1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
             continue
         base, req, alloc, _ = _loads(ctx, scored, n, resources, False)  # D = 1000 (f_0 − f_1), actual requests

@@ -74,15 +74,18 @@ def spread_term(ctx: EncodingContext) -> ObjectiveTerm | None:
         for g, _ in members:  # carriers outside the matched set: a pod per bound match in the domain
             if g.gid in matched_ids or g.gid not in rate:
                 continue
-            for v, ys in h.domains(g.gid, key).items():
-                for var in ys:
-                    terms.add(var, -round(rate[g.gid] * bound[v]), _var_count(h, g.gid, var))
+            for n, var in h.y[g.gid].items():
+                if ids[n] >= 0:
+                    terms.add(var, -round(rate[g.gid] * bound[ids[n]]),
+                              lambda cs, gid=g.gid, n=n: cs.get(gid, {}).get(n, 0))
         if not matched or share <= 0:
             continue
+        counted = np.zeros(len(values), dtype=bool)  # domains with an eligible node
+        counted[ids[eligible]] = True
         per_domain: dict[int, list] = {}
         for m in matched:
             for v, ys in h.domains(m.gid, key).items():
-                if eligible[np.flatnonzero(ids == v)].any():
+                if counted[v]:
                     per_domain.setdefault(v, []).extend((m.gid, var) for var in ys)
         for v, entries in per_domain.items():
             ub = sum(h.domain_ub(gid, key, v) for gid in {gid for gid, _ in entries})
@@ -176,11 +179,6 @@ def ties(index, match) -> set[tuple[int, int]]:
         for c in compile_constraints(g.rep.spread_constraints, g.rep.labels, "DoNotSchedule"):
             edges.update((g.gid, h.gid) for h in match.selector(g.rep.namespace, c.selector) if h is not g)
     return edges
-
-
-def _var_count(h, gid: int, var):
-    node = next(n for n, x in h.y[gid].items() if x is var)
-    return lambda cs: cs.get(gid, {}).get(node, 0)
 
 
 ENCODINGS = {"PodTopologySpread": PluginEncoding(ties=ties, constrain=do_not_schedule, score=spread_term, prune=prune)}
