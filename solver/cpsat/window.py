@@ -73,7 +73,7 @@ PREEMPTION = " preemption: "  # kube's FitError tail: what PostFilter (preemptio
 SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
 SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds),
 SURROGATE_PROBE = (0.25, 4000, 200)  # in two solves: a probe of 0.25 s (pro rata below 200 pods) + 1 s per 4,000
-# variables, then the rest
+# variables, then the rest when the probe gained more than SURROGATE_GAP on its hint
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
 
 
@@ -294,8 +294,9 @@ class CpsatScheduler:
                          counts: dict[int, dict[int, int]], share: float):
         """A surrogate stage: a probe first (SURROGATE_PROBE, shorter for small models), and the rest of its
         effort (SURROGATE_EFFORT, at most half the share: its products tick deterministic time slower than wall
-        time) only when the probe improved on the hint — where greedy's plan is already the surrogate's optimum,
-        or near it, the window stays cheap. Both stop within SURROGATE_GAP of the bound; in deterministic mode both
+        time) only when the probe improved on the hint by more than SURROGATE_GAP (relative) — where greedy's
+        plan is already at the surrogate's optimum, or within the gap the search may stop at, the window stays
+        cheap. Both stop within SURROGATE_GAP of the bound; in deterministic mode both
         limits are deterministic time."""
         size = len(model.proto.variables)
         effort = min(share / 2, SURROGATE_EFFORT[0] + size / SURROGATE_EFFORT[1])
@@ -304,8 +305,9 @@ class CpsatScheduler:
         solver = self._surrogate_solver(probe)
         status = self._run(solver, model, stage.name)
         rest = effort - probe
+        before = stage.evaluate(counts)
         if (status != cp_model.FEASIBLE or rest < 0.05
-                or round(solver.objective_value) <= stage.evaluate(counts)):  # proven, or nothing gained
+                or solver.objective_value - before <= SURROGATE_GAP * max(1, abs(before))):  # proven, or too little
             return solver, status
         v.add_hint({g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
                     for g in groups})
