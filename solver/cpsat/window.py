@@ -46,6 +46,7 @@ from .clock import SearchClock
 from .domains import GroupDomain, group_domain
 from .groups import GroupMatcher, PodGroup, group_pods
 from .objective import Stage, objective_stages
+from .stages import StageSolve, StageSolver
 from .variables import Variables
 
 
@@ -75,15 +76,6 @@ SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (
 SURROGATE_PROBE = (0.25, 4000, 200)  # in two solves: a probe of 0.25 s (pro rata below 200 pods) + 1 s per 4,000
 # variables, then the rest when the probe gained more than SURROGATE_GAP on its hint
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
-
-
-class _Progress(cp_model.CpSolverSolutionCallback):
-    def __init__(self, hook: Callable[[float, float, float, str], None], stage: str) -> None:
-        super().__init__()
-        self.hook, self.stage = hook, stage
-
-    def on_solution_callback(self) -> None:
-        self.hook(self.wall_time, self.objective_value, self.best_objective_bound, self.stage)
 
 
 @dataclass
@@ -142,7 +134,6 @@ class CpsatScheduler:
         self.state = ClusterState(index)
         self._preemption_tail: dict[str, str] = {}  # pod key → greedy's "preemption: ..." for pods both leave out
         self._clock = SearchClock(self.opts.deterministic, self.opts.workers, self.opts.seed)  # what budgets count
-        self._netted = False  # the last solve was stopped by the wall-clock net
         self._reference = self.state  # the current window's hint state (normalisation ranges are estimated there)
 
     # --- building blocks --------------------------------------------------------------------------
@@ -183,9 +174,6 @@ class CpsatScheduler:
         comps = sorted(sorted(c) for c in nx.connected_components(graph))
         return [[by_gid[i] for i in c] for c in comps]
 
-    def _solver(self, seconds: float) -> cp_model.CpSolver:
-        return self._clock.solver(seconds)
-
     def _solve_component(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
                          scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]], seconds: float,
                          volume_hint: dict[str, str] | None = None,
@@ -202,6 +190,7 @@ class CpsatScheduler:
         stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective, terms, normalised)
         v.add_hint(hint)
         volumes = claims.derive(hint) if claims.derive else {}
+        runner = StageSolver(model, self._clock, self.opts.on_progress)
         started = self._clock.now()
         counts = hint
         reference = hint if reference is None else reference
@@ -210,7 +199,7 @@ class CpsatScheduler:
         for k, stage in enumerate(stages):
             if stage.best is not None and stage.evaluate(counts) == stage.best and k < len(stages) - 1:
                 # the hint already places every pod: the optimum is known, no search needed
-                model.add(stage.expr >= stage.best)
+                runner.fix(stage, stage.best)
                 objective = bound = float(stage.best)
                 greedy_obj = float(stage.evaluate(reference))
                 info.append({"stage": stage.name, "status": "OPTIMAL (hint places every pod)",
@@ -218,44 +207,36 @@ class CpsatScheduler:
                 continue
             remaining = seconds - (self._clock.now() - started)
             share = remaining * (stage.share if k < len(stages) - 1 else 1.0)
-            (model.maximize if stage.maximize else model.minimize)(stage.expr)
-            if stage.surrogate:
-                solver, status = self._solve_surrogate(model, v, groups, stage, counts, share)
-            else:
-                solver = self._solver(max(0.05, share))
-                status = self._run(solver, model, stage.name)
-            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                info.append({"stage": stage.name, "status": solver.status_name(status),
-                             "seconds": round(solver.wall_time, 4)})
+            run = (self._solve_surrogate(runner, v, groups, stage, counts, share) if stage.surrogate
+                   else runner.optimise(stage, max(0.05, share)))
+            entry = run.entry(stage.name)
+            if not run.ok:
+                info.append(entry)
                 if k == 0:
                     return ComponentResult(hint, False, 0, 0, 0, info, ok=False)
                 optimal = False  # keep the previous stage's plan: it is valid and lexicographically as good
                 break
-            value = round(solver.objective_value)
+            value = run.value
             if not stage.surrogate:  # a status is a claim about an exact stage only
-                optimal &= status == cp_model.OPTIMAL
+                optimal &= run.status == cp_model.OPTIMAL
             before = stage.evaluate(counts)
             if value < before if stage.maximize else value > before:
                 value = before  # the search did not get back to its hint in time: the hint's plan stands
             else:
-                counts = {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
-                          for g in groups}
-                volumes = claims.read(solver.value)
+                counts = self._counts(v, groups, run.solver)
+                volumes = claims.read(run.solver.value)
             if stage.surrogate:  # no status, objective or bound of a surrogate stands for the plan
-                entry = {"stage": stage.name, "status": "FEASIBLE", "surrogate": stage.surrogate,
-                         "surrogate_objective": value, "surrogate_bound": float(solver.best_objective_bound),
-                         "surrogate_greedy": float(stage.evaluate(reference)),
-                         "surrogate_optimum_proven": status == cp_model.OPTIMAL, "seconds": round(solver.wall_time, 4)}
+                entry.update({"status": "FEASIBLE", "surrogate": stage.surrogate, "surrogate_objective": value,
+                              "surrogate_bound": float(run.solver.best_objective_bound),
+                              "surrogate_greedy": float(stage.evaluate(reference)),
+                              "surrogate_optimum_proven": run.status == cp_model.OPTIMAL})
             else:
-                objective, bound = float(value), float(solver.best_objective_bound)
+                objective, bound = float(value), float(run.solver.best_objective_bound)
                 greedy_obj = float(stage.evaluate(reference))
-                entry = {"stage": stage.name, "status": solver.status_name(status), "objective": value,
-                         "bound": bound, "greedy": greedy_obj, "seconds": round(solver.wall_time, 4)}
-            if self._netted:
-                entry["limit"] = "wall-clock"  # stopped by the safety net: this stage is not reproducible
+                entry.update({"objective": value, "bound": bound, "greedy": greedy_obj})
             info.append(entry)
             if k < len(stages) - 1:
-                model.add(stage.expr >= value) if stage.maximize else model.add(stage.expr <= value)
+                runner.fix(stage, value)
                 v.add_hint(counts)
         scoped = any(len(scope[g.gid]) < len(domains[g.gid].nodes) for g in groups) and any(
             sum(counts.get(g.gid, {}).values()) < g.size for g in groups)
@@ -282,47 +263,33 @@ class CpsatScheduler:
             empty = np.zeros(0, np.int64)
             return GroupDomain(empty, empty, empty)
 
-    def _run(self, solver: cp_model.CpSolver, model: cp_model.CpModel, stage: str):
-        hook = self.opts.on_progress
-        status = solver.solve(model, _Progress(hook, stage) if hook else None)
-        self._netted = self._clock.record(solver, status)
-        if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage)
-        return status
+    @staticmethod
+    def _counts(v: Variables, groups: list[PodGroup], solver: cp_model.CpSolver) -> dict[int, dict[int, int]]:
+        return {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
+                for g in groups}
 
-    def _solve_surrogate(self, model: cp_model.CpModel, v: Variables, groups: list[PodGroup], stage: Stage,
-                         counts: dict[int, dict[int, int]], share: float):
+    def _solve_surrogate(self, runner: StageSolver, v: Variables, groups: list[PodGroup], stage: Stage,
+                         counts: dict[int, dict[int, int]], share: float) -> StageSolve:
         """A surrogate stage: a probe first (SURROGATE_PROBE, shorter for small models), and the rest of its
         effort (SURROGATE_EFFORT, at most half the share: its products tick deterministic time slower than wall
         time) only when the probe improved on the hint by more than SURROGATE_GAP (relative) — where greedy's
         plan is already at the surrogate's optimum, or within the gap the search may stop at, the window stays
-        cheap. Both stop within SURROGATE_GAP of the bound; in deterministic mode both
-        limits are deterministic time."""
-        size = len(model.proto.variables)
+        cheap. Both stop within SURROGATE_GAP of the bound; in deterministic mode both limits are deterministic
+        time (wall time, doubled, otherwise)."""
+        size = len(runner.model.proto.variables)
         effort = min(share / 2, SURROGATE_EFFORT[0] + size / SURROGATE_EFFORT[1])
         pods = sum(g.size for g in groups)
         probe = min(effort, SURROGATE_PROBE[0] * min(1.0, pods / SURROGATE_PROBE[2]) + size / SURROGATE_PROBE[1])
-        solver = self._surrogate_solver(probe)
-        status = self._run(solver, model, stage.name)
+        wall = 1.0 if self.opts.deterministic else 2.0
+        first = runner.optimise(stage, max(0.05, wall * probe), SURROGATE_GAP)
         rest = effort - probe
         before = stage.evaluate(counts)
-        if (status != cp_model.FEASIBLE or rest < 0.05
-                or solver.objective_value - before <= SURROGATE_GAP * max(1, abs(before))):  # proven, or too little
-            return solver, status
-        v.add_hint({g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
-                    for g in groups})
-        more = self._surrogate_solver(rest)
-        more_status = self._run(more, model, stage.name)
-        if more_status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and more.objective_value >= solver.objective_value:
-            return more, more_status
-        return solver, status
-
-    def _surrogate_solver(self, limit: float) -> cp_model.CpSolver:
-        solver = self._solver(max(0.05, limit if self.opts.deterministic else 2 * limit))
-        solver.parameters.relative_gap_limit = SURROGATE_GAP
-        if self.opts.deterministic:
-            solver.parameters.max_deterministic_time = max(0.05, limit)
-        return solver
+        if (first.status != cp_model.FEASIBLE or rest < 0.05
+                or first.solver.objective_value - before <= SURROGATE_GAP * max(1, abs(before))):
+            return first  # proven, or too little gained to search on
+        v.add_hint(self._counts(v, groups, first.solver))
+        more = runner.optimise(stage, max(0.05, wall * rest), SURROGATE_GAP)
+        return more if more.ok and more.solver.objective_value >= first.solver.objective_value else first
 
     def _score_terms(self, v: Variables, groups: list[PodGroup], match: GroupMatcher
                      ) -> tuple[list[ObjectiveTerm], list[str]]:

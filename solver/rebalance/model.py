@@ -38,6 +38,7 @@ from ..cpsat.clock import SearchClock
 from ..cpsat.domains import group_domain
 from ..cpsat.groups import GroupMatcher, PodGroup, group_pods
 from ..cpsat.objective import Stage, goal_stage, placement_stages
+from ..cpsat.stages import StageSolver
 from ..cpsat.variables import Variables
 from ..framework.config import SchedulerConfig
 from ..framework.state import ClusterState
@@ -279,33 +280,25 @@ def solve(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts: Re
 
     target = Target(goal_before=goal_before)
     solution = None
-    value = None
+    runner = StageSolver(model, budget.clock)
     for k, stage in enumerate(stages):
-        share = max(0.2, budget.left() / (len(stages) - k))
-        (model.maximize if stage.maximize else model.minimize)(stage.expr)
-        solver = budget.clock.solver(share)
-        status = solver.solve(model)
-        info = {"stage": stage.name, "status": solver.status_name(status), "seconds": round(solver.wall_time, 3)}
-        if budget.clock.record(solver, status):
-            info["limit"] = "wall-clock"  # stopped by the safety net: this stage is not reproducible
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        run = runner.optimise(stage, max(0.2, budget.left() / (len(stages) - k)))
+        info = run.entry(stage.name)
+        if not run.ok:
             target.stages.append(info)
             if solution is None:
-                return None if status == cp_model.INFEASIBLE else target
+                return None if run.status == cp_model.INFEASIBLE else target
             break
-        value = round(solver.objective_value)
-        info.update({"objective": value, "bound": solver.best_objective_bound})
+        value = run.value
+        info.update({"objective": value, "bound": run.solver.best_objective_bound})
         target.stages.append(info)
-        solution = ({gid: {n: int(solver.value(var)) for n, var in ys.items()} for gid, ys in v.y.items()},
-                    {gid: {n: int(solver.value(s)) for n, s in ss.items()} for gid, ss in stays.items()})
+        solution = ({gid: {n: int(run.solver.value(var)) for n, var in ys.items()} for gid, ys in v.y.items()},
+                    {gid: {n: int(run.solver.value(s)) for n, s in ss.items()} for gid, ss in stays.items()})
         if stage.name.endswith("goal"):
             target.goal_after = value
         if k < len(stages) - 1:
-            model.add(stage.expr >= value) if stage.maximize else model.add(stage.expr <= value)
-            model.clear_hints()
-            hp = model.proto.solution_hint
-            hp.vars.extend(range(len(model.proto.variables)))
-            hp.values.extend(solver.response_proto.solution)
+            runner.fix(stage, value)
+            runner.hint(run)
     if solution is None:
         target.placements = [(k, None) for k in pending]
         return target

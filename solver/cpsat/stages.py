@@ -1,0 +1,83 @@
+"""Solving a model's lexicographic stages, for the window engine and the rebalancer alike.
+
+Stages s₁ … s_k (`objective.Stage`) are optimised in order on one model: stage i maximises (or minimises) its
+expression e_i; once solved at value v_i it is fixed, e_i ≥ v_i (≤ for a minimisation), so every later stage keeps
+the earlier stages' optimum (or the best value found in time), and the next stage starts from the last solution.
+Every solve runs on one `SearchClock`, so the budgets and the wall-clock net are counted the same way everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from .clock import SearchClock
+from .objective import Stage
+
+Progress = Callable[[float, float, float, str], None]  # (seconds, objective, bound, stage)
+
+
+class _Callback(cp_model.CpSolverSolutionCallback):
+    def __init__(self, hook: Progress, stage: str) -> None:
+        super().__init__()
+        self._hook, self._stage = hook, stage
+
+    def on_solution_callback(self) -> None:
+        self._hook(self.wall_time, self.objective_value, self.best_objective_bound, self._stage)
+
+
+@dataclass
+class StageSolve:
+    """One solve of one stage: the solver (for values), its status, and whether the wall-clock net stopped it."""
+
+    solver: cp_model.CpSolver
+    status: int
+    netted: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+    @property
+    def value(self) -> int:
+        return round(self.solver.objective_value)
+
+    def entry(self, name: str) -> dict[str, Any]:
+        """The stage's line in a plan's `stages`: its status and search time (and the net, when it stopped it)."""
+        out: dict[str, Any] = {"stage": name, "status": self.solver.status_name(self.status),
+                               "seconds": round(self.solver.wall_time, 4)}
+        if self.netted:
+            out["limit"] = "wall-clock"  # stopped by the safety net: this stage is not reproducible
+        return out
+
+
+class StageSolver:
+    def __init__(self, model: cp_model.CpModel, clock: SearchClock, on_progress: Progress | None = None) -> None:
+        self.model, self.clock, self.on_progress = model, clock, on_progress
+
+    def optimise(self, stage: Stage, seconds: float, gap: float = 0.0) -> StageSolve:
+        """Optimise `stage` for `seconds` on the clock, stopping within `gap` (relative) of the bound if given."""
+        (self.model.maximize if stage.maximize else self.model.minimize)(stage.expr)
+        solver = self.clock.solver(seconds)
+        if gap:
+            solver.parameters.relative_gap_limit = gap
+        hook = self.on_progress
+        status = solver.solve(self.model, _Callback(hook, stage.name) if hook else None)
+        netted = self.clock.record(solver, status)
+        if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage.name)
+        return StageSolve(solver, status, netted)
+
+    def fix(self, stage: Stage, value: int) -> None:
+        """Keep `stage` at `value` (or better) in every later stage."""
+        self.model.add(stage.expr >= value) if stage.maximize else self.model.add(stage.expr <= value)
+
+    def hint(self, solve: StageSolve) -> None:
+        """The next stage starts from this solve's whole solution."""
+        self.model.clear_hints()
+        hint = self.model.proto.solution_hint
+        hint.vars.extend(range(len(self.model.proto.variables)))
+        hint.values.extend(solve.solver.response_proto.solution)
