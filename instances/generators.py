@@ -742,6 +742,8 @@ def _volumes(nodes: int | None, pods: int | None, seed: int, params: dict[str, s
     return _as_list(items, {"kplace.io/generator": "volumes", "kplace.io/seed": str(seed)})
 
 
+from .corners import corners  # noqa: E402  (a generator of its own module)
+
 # --- registry -----------------------------------------------------------------------------------------------
 
 
@@ -766,6 +768,8 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
     "vbp": ("Panigrahy vector bin-packing instance: bins as nodes, items as pods (param file)", _vbp),
     "volumes": ("stateful pods on local PVs (WaitForFirstConsumer) and zonal gp3 volumes under CSI attach limits "
                 "(params zones, db=%)", _volumes),
+    "corners": ("random small states in the plugins' corners (taints of every effect, sidecars, overhead, empty "
+                "selectors, missing topology keys, preemption, ...; 100+ nodes on one seed in ten)", corners),
 }
 
 

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Protocol
 
 import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
@@ -34,6 +35,7 @@ from .framework.config import NOT_IMPLEMENTED, Profile, SchedulerConfig, default
 from .framework.plugin import Code, CycleState, FilterResult
 from .framework.runtime import (
     FilterOutcome,
+    PreFilterOutcome,
     count_reasons,
     fit_error_message,
     internal_error,
@@ -90,6 +92,17 @@ class Attempt:
     volume_bindings: dict[str, str] = field(default_factory=dict)  # claim key → PV name (VolumeBinding Reserve)
 
 
+class Tracer(Protocol):
+    """What a cycle shows an observer (`solver.trace`): its phases as they happen, and a say in the choice."""
+
+    def pre_filtered(self, outcome: PreFilterOutcome) -> None: ...
+    def filtered(self, outcome: FilterOutcome | None, feasible: np.ndarray) -> None: ...
+    def scored(self, nodes: np.ndarray, weighted: dict[str, np.ndarray], totals: np.ndarray) -> None: ...
+    def choose(self, top: np.ndarray) -> int | None:
+        """One of `top` (positions of the tied top-scoring nodes among the scored ones) to take instead of kube's
+        choice, or None."""
+
+
 class GreedyScheduler:
     """kube-scheduler's loop over a ClusterState. `tie_break` is `order` (kube 1.35) or `random` (seeded).
     `explain=False` skips building the reasons of unplaced pods (their `Attempt.reason` is then None): for
@@ -120,6 +133,7 @@ class GreedyScheduler:
         self.next_start = 0
         self.n_nodes = len(index.nodes)
         self._pdb_allowed: dict[int, int] | None = None
+        self.tracer: Tracer | None = None  # sees each cycle's phases (`solver.trace`); None in plans
 
     # --- one pod ----------------------------------------------------------------------------------
 
@@ -164,10 +178,16 @@ class GreedyScheduler:
                 need = want - found
                 chunk = max(256, 2 * need * done // found if found else 4 * chunk)
         feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
+        if self.tracer is not None:
+            self.tracer.filtered(_merge_outcomes(outcomes), feasible)
         return feasible, None if len(feasible) else _merge_outcomes(outcomes), done
 
     def select(self, totals: np.ndarray) -> int:
         top = np.flatnonzero(totals == totals.max())
+        if self.tracer is not None:
+            forced = self.tracer.choose(top)
+            if forced is not None:
+                return forced
         if len(top) == 1:
             return int(top[0])
         if self.tie_break == "random":
@@ -197,6 +217,8 @@ class GreedyScheduler:
         state = self.state
         cycle = CycleState()
         pre = run_pre_filter(profile, state, pod, cycle)
+        if self.tracer is not None:
+            self.tracer.pre_filtered(pre)
         if pre.code != Code.SUCCESS:
             msg = fit_error_message(self.n_nodes, Counter(), pre.reason)
             return self._post_filter(profile, pod, msg, None, pre.absent_reason)
@@ -207,6 +229,8 @@ class GreedyScheduler:
             if pre.nodes is None or one[0] in pre.nodes:
                 out = run_filters(profile, state, pod, cycle, one, pre.skipped)
                 if out.code[0] == 0:
+                    if self.tracer is not None:
+                        self.tracer.filtered(out, one)
                     state.assume(pod, int(one[0]))
                     return Attempt(int(one[0]), volume_bindings=self.reserve(profile, pod, int(one[0])))
 
@@ -227,7 +251,10 @@ class GreedyScheduler:
         if len(feasible) == 1:
             choice = int(feasible[0])
         else:
-            _, totals = run_scores(profile, state, pod, cycle, feasible)
+            per_plugin, totals = run_scores(profile, state, pod, cycle, feasible)
+            if self.tracer is not None:
+                self.tracer.scored(feasible, {k: v * profile.weights.get(k, 1) for k, v in per_plugin.items()},
+                                   totals)
             choice = int(feasible[self.select(totals)])
         state.assume(pod, choice)
         return Attempt(choice, volume_bindings=self.reserve(profile, pod, choice))

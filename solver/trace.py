@@ -1,0 +1,83 @@
+"""One record per scheduling cycle of the greedy engine, in the shape of the oracle's (`oracle/`, the real
+kube-scheduler): what PreFilter and Filter said of each evaluated node, the sampled feasible nodes, every
+plugin's weighted score and the total per node, the tied top nodes, the choice, and what a failure reported.
+
+`follow` puts the greedy engine in lockstep with another scheduler: given a pod, it names the node that scheduler
+chose; when that node is among greedy's tied top nodes the cycle takes it, so both continue from the same state
+(kube breaks ties at random, or by heap order, among exactly those nodes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+from kplace.models.index import ClusterIndex, PodInfo
+
+from .framework.config import SchedulerConfig
+from .framework.plugin import Code
+from .framework.runtime import FilterOutcome, PreFilterOutcome
+from .greedy import GreedyScheduler
+
+
+class _Cycle:
+    """The Tracer of one cycle (`greedy.Tracer`)."""
+
+    def __init__(self, names: list[str], follow: str | None) -> None:
+        self.names, self.follow = names, follow
+        self.record: dict[str, Any] = {"feasible": [], "scores": {}, "plugin_scores": {}, "top": [], "filters": {},
+                                       "prefilter": None, "evaluated": 0, "lockstep": False}
+        self._scored: np.ndarray | None = None
+
+    def pre_filtered(self, outcome: PreFilterOutcome) -> None:
+        if outcome.code != Code.SUCCESS:
+            self.record["prefilter"] = {"code": Code(outcome.code).label,
+                                        "plugin": outcome.plugin, "reasons": [outcome.reason]}
+
+    def filtered(self, outcome: FilterOutcome | None, feasible: np.ndarray) -> None:
+        self.record["feasible"] = [self.names[n] for n in feasible.tolist()]
+        if outcome is None:
+            return
+        self.record["evaluated"] = len(outcome.nodes)
+        for i in np.flatnonzero(outcome.code != 0).tolist():
+            self.record["filters"][self.names[int(outcome.nodes[i])]] = {
+                "code": Code(int(outcome.code[i])).label,
+                "plugin": outcome.plugins[int(outcome.plugin[i])], "reasons": outcome.reasons(i)}
+
+    def scored(self, nodes: np.ndarray, weighted: dict[str, np.ndarray], totals: np.ndarray) -> None:
+        self._scored = nodes
+        names = [self.names[n] for n in nodes.tolist()]
+        self.record["scores"] = dict(zip(names, totals.tolist(), strict=True))
+        self.record["plugin_scores"] = {n: {p: int(v[i]) for p, v in weighted.items()} for i, n in enumerate(names)}
+
+    def choose(self, top: np.ndarray) -> int | None:
+        assert self._scored is not None
+        names = [self.names[int(self._scored[i])] for i in top.tolist()]
+        self.record["top"] = names
+        if self.follow in names:
+            self.record["lockstep"] = True
+            return int(top[names.index(self.follow)])
+        return None
+
+
+def trace(index: ClusterIndex, config: SchedulerConfig | None = None, *,
+          follow: Callable[[PodInfo], str | None] | None = None, pods: list[PodInfo] | None = None,
+          preemption: bool = True, respect_pdbs: bool = True) -> Iterator[dict[str, Any]]:
+    """The greedy engine's cycles over `pods` (default: the pending pods in queue order), one record each."""
+    sched = GreedyScheduler(index, config, preemption=preemption, respect_pdbs=respect_pdbs)
+    names = index.node_names
+    for k, pod in enumerate(index.pending if pods is None else pods):
+        if sched.config.profile_for(pod.spec.scheduler_name) is None:
+            continue  # another scheduler's pod
+        cycle = _Cycle(names, follow(pod) if follow else None)
+        sched.tracer = cycle
+        attempt = sched.schedule_one(pod)
+        rec = cycle.record
+        if attempt.node is not None and not rec["top"]:
+            rec["top"] = [names[attempt.node]]  # one feasible node: kube takes it without scoring
+        victims = [v.key for v, _ in attempt.evictions]
+        yield {"cycle": k, "pod": pod.key, "node": None if attempt.nominated or attempt.node is None
+               else names[attempt.node], **rec, "message": None if attempt.node is not None else attempt.reason,
+               "nominated": names[attempt.node] if attempt.nominated and attempt.node is not None else None,
+               "victims": victims}
