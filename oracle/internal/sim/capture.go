@@ -1,0 +1,181 @@
+package sim
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/component-base/metrics/testutil"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+)
+
+// StatusJSON is a filter/prefilter status in the output.
+type StatusJSON struct {
+	Code    string   `json:"code"`
+	Plugin  string   `json:"plugin"`
+	Reasons []string `json:"reasons"`
+}
+
+func statusJSON(s *fwk.Status) *StatusJSON {
+	r := s.Reasons()
+	if r == nil {
+		r = []string{}
+	}
+	return &StatusJSON{Code: s.Code().String(), Plugin: s.Plugin(), Reasons: r}
+}
+
+// capture is everything recorded during the cycle of one pod.
+type capture struct {
+	mu     sync.Mutex
+	uid    types.UID
+	pod    *v1.Pod
+	key    string
+	prof   string
+	hint   string
+	filter map[string]*StatusJSON // failed nodes only
+	passed []string               // nodes that passed all filters, call order
+
+	prefilter      *StatusJSON
+	prefilterNodes []string
+
+	scored     bool
+	scoreNodes []string
+	scores     []fwk.NodePluginScores
+
+	result    *scheduler.ScheduleResult // nil unless SchedulePod succeeded
+	origHost  string
+	lockstep  bool
+	postRan   bool
+	postNom   string  // nominated node from PostFilter
+	expVictim float64 // victims announced by preemption (metric delta)
+
+	failed    bool
+	failMsg   string
+	nominated string
+	bound     string // node from the binding reactor
+	victims   []string
+	victimPod []*v1.Pod
+}
+
+func newCapture(p *v1.Pod) *capture {
+	return &capture{uid: p.UID, pod: p, key: p.Namespace + "/" + p.Name, prof: p.Spec.SchedulerName,
+		filter: map[string]*StatusJSON{}}
+}
+
+// top returns the nodes with the maximum total score, in scoring order.
+func (c *capture) top() []string {
+	out := []string{}
+	if !c.scored {
+		if c.result != nil {
+			out = append(out, c.origHost)
+		}
+		return out
+	}
+	var best int64
+	for i, s := range c.scores {
+		if i == 0 || s.TotalScore > best {
+			best = s.TotalScore
+		}
+	}
+	for _, s := range c.scores {
+		if s.TotalScore == best {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// recordingFramework wraps a profile's framework to record the scheduling
+// cycle of the pod currently being scheduled. Preemption's dry runs go
+// through the plugin's own handle (the unwrapped framework) and are not seen.
+type recordingFramework struct {
+	framework.Framework
+	o *Oracle
+}
+
+func (f *recordingFramework) RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string]) {
+	res, st, plugins := f.Framework.RunPreFilterPlugins(ctx, state, pod)
+	if c := f.o.captureFor(pod); c != nil {
+		c.mu.Lock()
+		if !st.IsSuccess() {
+			c.prefilter = statusJSON(st)
+		}
+		if res != nil && !res.AllNodes() {
+			c.prefilterNodes = sets.List(res.NodeNames)
+		}
+		c.mu.Unlock()
+	}
+	return res, st, plugins
+}
+
+func (f *recordingFramework) GetNodeHint(ctx context.Context, pod *v1.Pod, sig fwk.PodSignature, state fwk.CycleState, cycle int64) string {
+	h := f.Framework.GetNodeHint(ctx, pod, sig, state, cycle)
+	if c := f.o.captureFor(pod); c != nil {
+		c.mu.Lock()
+		c.hint = h
+		c.mu.Unlock()
+	}
+	return h
+}
+
+func (f *recordingFramework) RunFilterPluginsWithNominatedPods(ctx context.Context, state fwk.CycleState, pod *v1.Pod, info fwk.NodeInfo) *fwk.Status {
+	st := f.Framework.RunFilterPluginsWithNominatedPods(ctx, state, pod, info)
+	if c := f.o.captureFor(pod); c != nil {
+		name := info.Node().Name
+		c.mu.Lock()
+		if st.IsSuccess() {
+			delete(c.filter, name)
+			c.passed = append(c.passed, name)
+		} else {
+			c.filter[name] = statusJSON(st)
+		}
+		c.mu.Unlock()
+	}
+	return st
+}
+
+func (f *recordingFramework) RunScorePlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
+	scores, st := f.Framework.RunScorePlugins(ctx, state, pod, nodes)
+	if c := f.o.captureFor(pod); c != nil {
+		c.mu.Lock()
+		c.scored = true
+		c.scoreNodes = make([]string, len(nodes))
+		for i, n := range nodes {
+			c.scoreNodes[i] = n.Node().Name
+		}
+		c.scores = append([]fwk.NodePluginScores(nil), scores...)
+		c.mu.Unlock()
+	}
+	return scores, st
+}
+
+func (f *recordingFramework) RunPostFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	before, _ := testutil.GetHistogramMetricValue(metrics.PreemptionVictims.ObserverMetric)
+	res, st := f.Framework.RunPostFilterPlugins(ctx, state, pod, m)
+	after, _ := testutil.GetHistogramMetricValue(metrics.PreemptionVictims.ObserverMetric)
+	if c := f.o.captureFor(pod); c != nil {
+		c.mu.Lock()
+		c.postRan = true
+		if st.IsSuccess() && res != nil && res.NominatingInfo != nil {
+			c.postNom = res.NominatedNodeName
+		}
+		c.expVictim = after - before
+		c.mu.Unlock()
+	}
+	return res, st
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
