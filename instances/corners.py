@@ -137,9 +137,11 @@ def _pod_spec(rng: random.Random, app: str, zones: list[str], pending: bool) -> 
     if rng.random() < 0.1:
         spec["overhead"] = {"cpu": "100m", "memory": "64Mi"}
     if rng.random() < 0.35:
-        spec["tolerations"] = [
-            {"key": rng.choice(["dedicated", "gpu", "spot"]), "operator": rng.choice(["Exists", "Equal"]),
-             "value": rng.choice(["x", "y"]), "effect": rng.choice([*EFFECTS, ""])}]
+        tol: Obj = {"key": rng.choice(["dedicated", "gpu", "spot"]), "operator": rng.choice(["Exists", "Equal"]),
+                    "effect": rng.choice([*EFFECTS, ""])}
+        if tol["operator"] == "Equal":
+            tol["value"] = rng.choice(["x", "y"])
+        spec["tolerations"] = [tol]
         if rng.random() < 0.1:
             spec["tolerations"] = [{"operator": "Exists"}]  # tolerates everything
     if not pending:

@@ -3,10 +3,11 @@
 Per pod, in queue order (PrioritySort; gated pods stay out):
 1. a pod with `status.nominatedNodeName` tries that node alone first, and takes it if it passes;
 2. PreFilter (a whole-pod rejection ends the attempt; a node subset narrows the candidates);
-3. Filter over the candidates in node-tree order rotated to `next_start`, stopping once
-   `numFeasibleNodesToFind` feasible nodes are found; `next_start += processed (mod #nodes)`, where
-   processed counts the feasible and rejected nodes evaluated — kube's parallel search, evaluated as if
-   sequential (kube's own order across its 16 workers is not deterministic);
+3. Filter over the candidates in node-tree order rotated to `next_start`, keeping the first
+   `numFeasibleNodesToFind` feasible nodes and stopping at the next feasible one (which kube discards);
+   `next_start += processed (mod #nodes)`, where processed counts the kept and rejected nodes evaluated —
+   kube's search with one filter worker (`parallelism: 1`), which its 16 workers approximate in an order that
+   is not deterministic;
 4. one feasible node is taken without scoring; otherwise PreScore, Score, NormalizeScore, weights;
 5. select: `order` (default) reproduces kube 1.35's `heap.Init` + `Pop` over the feasible list with
    Randomizer 0 — the first top-scoring node in *preorder* of the implicit heap tree; `random` is the
@@ -46,6 +47,7 @@ from .framework.runtime import (
 from .framework.state import ClusterState
 
 PROGRESS_EVERY = 200  # pods between progress reports
+MAX_RETRIES = 5  # cycles a nominated pod gets after its first (each evicts, so more means a pathological state)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
@@ -90,6 +92,8 @@ class Attempt:
     evictions: list[tuple[PodInfo, bool]] = field(default_factory=list)  # (victim, violates a PDB)
     nominated: bool = False
     volume_bindings: dict[str, str] = field(default_factory=dict)  # claim key → PV name (VolumeBinding Reserve)
+    post_filter: str = ""  # what PostFilter added to the FitError message ("preemption: ..." and the like)
+    evicted_on: int | None = None  # the node the victims ran on, once a second cycle placed the pod
 
 
 class Tracer(Protocol):
@@ -98,6 +102,8 @@ class Tracer(Protocol):
     def pre_filtered(self, outcome: PreFilterOutcome) -> None: ...
     def filtered(self, outcome: FilterOutcome | None, feasible: np.ndarray) -> None: ...
     def scored(self, nodes: np.ndarray, weighted: dict[str, np.ndarray], totals: np.ndarray) -> None: ...
+    def failed(self, message: str) -> None:
+        """The FitError message of a pod that preemption then nominated (its attempt carries none)."""
     def choose(self, top: np.ndarray) -> int | None:
         """One of `top` (positions of the tied top-scoring nodes among the scored ones) to take instead of kube's
         choice, or None."""
@@ -134,6 +140,15 @@ class GreedyScheduler:
         self.n_nodes = len(index.nodes)
         self._pdb_allowed: dict[int, int] | None = None
         self.tracer: Tracer | None = None  # sees each cycle's phases (`solver.trace`); None in plans
+        # kube's nominator: pods preemption nominated (and pending pods the state nominates), per node, not yet
+        # placed; they count in the filters of pods of no higher priority, never in scores
+        self.nominated: dict[int, list[PodInfo]] = {}
+        self.nominated_node: dict[int, int] = {}
+        for p in index.pending:
+            nnn = p.pod.status.nominated_node_name
+            if nnn and nnn in index.node_id and self.state.pod_node[p.idx] < 0:
+                self._add_nomination(p, index.node_id[nnn])
+        self._retry: list[PodInfo] = []  # pods this scheduler nominated, for their second cycle (`finish`)
 
     # --- one pod ----------------------------------------------------------------------------------
 
@@ -158,24 +173,25 @@ class GreedyScheduler:
         start = self.next_start % n
         walk = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
         # Filter results are per node and independent of the batch, so the chunking only affects speed: the
-        # first chunk is exactly `want` (enough when every node fits), later ones sized by the feasible share.
-        chunk = want
-        feasible_parts, outcomes, done, found = [], [], 0, 0
-        while done < n and found < want:
+        # first chunk is exactly `want` + 1 (enough when every node fits), later ones sized by the feasible share.
+        chunk = want + 1
+        feasible_parts, outcomes, done, found, stopped = [], [], 0, 0, False
+        while done < n and not stopped:
             part = walk[done : done + chunk]
             out = run_filters(profile, self.state, pod, cycle, part, skipped)
+            self.filter_with_nominated(profile, pod, part, out, skipped)
             ok_pos = np.flatnonzero(out.code == 0)
-            if found + len(ok_pos) >= want:
+            processed_here = len(part)
+            if found + len(ok_pos) > want:  # kube stops when it finds one feasible node more than it needs
+                processed_here = int(ok_pos[want - found])
                 ok_pos = ok_pos[: want - found]
-                processed_here = int(ok_pos[-1]) + 1
-            else:
-                processed_here = len(part)
+                stopped = True
             feasible_parts.append(part[ok_pos])
             outcomes.append((out, processed_here))
             found += len(ok_pos)
             done += processed_here
-            if found < want:
-                need = want - found
+            if not stopped:
+                need = want + 1 - found
                 chunk = max(256, 2 * need * done // found if found else 4 * chunk)
         feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
         if self.tracer is not None:
@@ -194,6 +210,65 @@ class GreedyScheduler:
             return int(self.rng.choice(top))
         rank = heap_preorder_rank(len(totals))
         return int(top[np.argmin(rank[top])])
+
+    # --- nominated pods ---------------------------------------------------------------------------
+
+    def _add_nomination(self, pod: PodInfo, node: int) -> None:
+        self._drop_nomination(pod)
+        self.nominated.setdefault(node, []).append(pod)
+        self.nominated_node[pod.idx] = node
+
+    def _drop_nomination(self, pod: PodInfo) -> None:
+        node = self.nominated_node.pop(pod.idx, None)
+        if node is not None:
+            self.nominated[node] = [q for q in self.nominated[node] if q.idx != pod.idx]
+
+    def filter_with_nominated(self, profile: Profile, pod: PodInfo, nodes: np.ndarray, out: FilterOutcome,
+                              skipped: set[str]) -> None:
+        """kube's RunFilterPluginsWithNominatedPods on the nodes of `out` that hold nominated pods of at least the
+        pod's priority: the filters run first with those pods added to the node (PreFilter state included), then,
+        if that passes, without them (`out`, computed already); the first failure is the node's status. Plugins
+        whose PreFilter skipped without the nominated pods (`skipped`) stay skipped: kube adds the pods to the
+        PreFilter state of the plugins that did not skip, so a nominated pod's own anti-affinity is not seen
+        when no running pod's made InterPodAffinity run."""
+        if not self.nominated:
+            return
+        for i in range(len(nodes)):
+            n = int(nodes[i])
+            others = [q for q in self.nominated.get(n, ()) if q.idx != pod.idx and q.priority >= pod.priority
+                      and self.state.pod_node[q.idx] < 0]
+            if not others:
+                continue
+            for q in others:
+                self.state.assume(q, n)
+            try:
+                cycle = CycleState()
+                pre = run_pre_filter(profile, self.state, pod, cycle)
+                if pre.code != Code.SUCCESS:
+                    continue  # kube adds the pods through PreFilter extensions, which never reject: keep the node
+                added = run_filters(profile, self.state, pod, cycle, nodes[i : i + 1], skipped | pre.skipped)
+            finally:
+                for q in others:
+                    self.state.forget(q)
+            if added.code[0] != 0:
+                out.copy_node(i, added, 0)
+
+    def finish(self) -> dict[int, Attempt]:
+        """The next cycle of each pod this scheduler nominated (kube requeues a preemptor once its victims are
+        gone), in nomination order, until none is left nominated: a pod takes its nominated node when that node
+        still fits it. Pod idx → its last attempt, the victims of every cycle included."""
+        out: dict[int, Attempt] = {}
+        for _ in range(MAX_RETRIES):
+            retry, self._retry = self._retry, []
+            if not retry:
+                break
+            out = merge_retries(out, {p.idx: self.schedule_one(p) for p in retry})
+        for idx in [i for i, a in out.items() if a.nominated and self.nominated_node.get(i) is not None]:
+            self._drop_nomination(self.index.pods[idx])  # still nominated after MAX_RETRIES cycles: left pending
+            a = out[idx]
+            out[idx] = Attempt(None, "preempted for its nominated node in every cycle but never fit there",
+                               a.evictions, True, evicted_on=a.evicted_on)
+        return out
 
     def schedule_one(self, pod: PodInfo) -> Attempt:
         """One scheduling cycle. An unexpected error while evaluating this pod leaves it pending with the error as
@@ -221,18 +296,18 @@ class GreedyScheduler:
             self.tracer.pre_filtered(pre)
         if pre.code != Code.SUCCESS:
             msg = fit_error_message(self.n_nodes, Counter(), pre.reason)
-            return self._post_filter(profile, pod, msg, None, pre.absent_reason)
+            return self._post_filter(profile, pod, msg, None, pre.absent_reason, pre_filter_rejected=True)
 
-        nnn = pod.pod.status.nominated_node_name
-        if nnn and nnn in self.index.node_id:
-            one = np.array([self.index.node_id[nnn]], dtype=np.int64)
+        nominated = self.nominated_node.get(pod.idx)
+        if nominated is not None:
+            one = np.array([nominated], dtype=np.int64)
             if pre.nodes is None or one[0] in pre.nodes:
                 out = run_filters(profile, state, pod, cycle, one, pre.skipped)
+                self.filter_with_nominated(profile, pod, one, out, pre.skipped)
                 if out.code[0] == 0:
                     if self.tracer is not None:
                         self.tracer.filtered(out, one)
-                    state.assume(pod, int(one[0]))
-                    return Attempt(int(one[0]), volume_bindings=self.reserve(profile, pod, int(one[0])))
+                    return self._place(profile, pod, int(one[0]))
 
         order = self.index.tree_order
         nodes = pre.candidates(order)
@@ -256,25 +331,52 @@ class GreedyScheduler:
                 self.tracer.scored(feasible, {k: v * profile.weights.get(k, 1) for k, v in per_plugin.items()},
                                    totals)
             choice = int(feasible[self.select(totals)])
-        state.assume(pod, choice)
-        return Attempt(choice, volume_bindings=self.reserve(profile, pod, choice))
+        return self._place(profile, pod, choice)
+
+    def _place(self, profile: Profile, pod: PodInfo, node: int) -> Attempt:
+        """kube's assume (which also drops the pod's nomination) and Reserve."""
+        self._drop_nomination(pod)
+        self.state.assume(pod, node)
+        return Attempt(node, volume_bindings=self.reserve(profile, pod, node))
 
     def _post_filter(
-        self, profile: Profile, pod: PodInfo, msg: str, outcome: FilterOutcome | None, absent_reason: str
+        self, profile: Profile, pod: PodInfo, msg: str, outcome: FilterOutcome | None, absent_reason: str,
+        pre_filter_rejected: bool = False,
     ) -> Attempt:
-        if not (profile.preemption and self.preemption):
-            return Attempt(None, msg or None)
-        from .plugins.defaultpreemption import preempt
+        """PostFilter, as kube 1.36 runs it: each plugin in the profile's order, the first success ends it, and the
+        FitError message ends with the others' reasons joined by ", ". DynamicResources (a pod without claims has
+        none to deallocate) reads state its PreFilter wrote: after an earlier PreFilter rejected the pod that
+        state is missing, so kube stops with "not found" and never preempts."""
+        reasons: list[str] = []
+        for name in profile.post_filters:
+            if name == "DynamicResources":
+                if pre_filter_rejected:
+                    return self._unschedulable(msg, "not found")
+                reasons.append("no new claims to deallocate")
+            elif name == "DefaultPreemption" and self.preemption:
+                from .plugins.defaultpreemption import preempt
 
-        result = preempt(self, profile, pod, outcome)
-        if result.node is None:
-            return Attempt(None, f"{msg} preemption: {result.message}")
+                result = preempt(self, profile, pod, outcome)
+                if result.node is not None:
+                    return self._nominate(profile, pod, result, msg)
+                reasons.append(f"preemption: {result.message}")
+        return self._unschedulable(msg, ", ".join(reasons))
+
+    @staticmethod
+    def _unschedulable(msg: str, post_filter: str) -> Attempt:
+        return Attempt(None, f"{msg} {post_filter}" if msg and post_filter else msg or None, post_filter=post_filter)
+
+    def _nominate(self, profile: Profile, pod: PodInfo, result, msg: str) -> Attempt:
+        """Preemption succeeded: the victims go and the pod is nominated to the node, not placed; `finish` gives
+        it the cycle that places it."""
         for victim, _ in result.victims:
             self.state.forget(victim)
             self.pdb_disrupt(victim)
-        self.state.assume(pod, result.node)
-        return Attempt(result.node, evictions=result.victims, nominated=True,
-                       volume_bindings=self.reserve(profile, pod, result.node))
+        if self.tracer is not None:
+            self.tracer.failed(msg)
+        self._add_nomination(pod, result.node)
+        self._retry.append(pod)
+        return Attempt(result.node, evictions=result.victims, nominated=True)
 
     def reserve(self, profile: Profile, pod: PodInfo, node: int) -> dict[str, str]:
         """The Reserve point after `assume`: VolumeBinding records the PVs (and provisioning nodes) the pod's
@@ -311,21 +413,42 @@ class GreedyScheduler:
         pods = self.index.pending if pods is None else pods
         names = self.index.node_names
         placed = 0
+        attempts: dict[int, Attempt] = {}
         for k, pod in enumerate(pods):
             if on_pod is not None and k % PROGRESS_EVERY == 0:
                 on_pod(k, len(pods), placed)
             if self.config.profile_for(pod.spec.scheduler_name) is None:
                 continue  # another scheduler's pod
-            attempt = self.schedule_one(pod)
-            placed += attempt.node is not None
+            attempts[pod.idx] = self.schedule_one(pod)
+            placed += attempts[pod.idx].node is not None
+        attempts = merge_retries(attempts, self.finish())  # once every pod had its first cycle
+        for pod in pods:
+            attempt = attempts.get(pod.idx)
+            if attempt is None:
+                continue
             node = names[attempt.node] if attempt.node is not None else None
             plan.placements.append(Placement(pod.key, node, attempt.reason, pod.priority, attempt.nominated,
                                              attempt.volume_bindings))
             for victim, violates in attempt.evictions:  # victims all ran on the preemptor's node
-                plan.evictions.append(Eviction(victim.key, node or "", pod.key, victim.priority, violates))
+                on = names[attempt.evicted_on] if attempt.evicted_on is not None else node or ""
+                plan.evictions.append(Eviction(victim.key, on, pod.key, victim.priority, violates))
         plan.warnings.extend(unimplemented_warnings(pods))
         plan.seconds = time.perf_counter() - started
         return plan
+
+
+def merge_retries(first: dict[int, Attempt], retries: dict[int, Attempt]) -> dict[int, Attempt]:
+    """Each retried pod's outcome after its later cycle, keeping the victims (and their node) of earlier ones."""
+    out = dict(first)
+    for idx, again in retries.items():
+        before = first.get(idx)
+        if before is None:
+            out[idx] = again
+            continue
+        out[idx] = Attempt(again.node, again.reason, [*before.evictions, *again.evictions], True,
+                           again.volume_bindings, again.post_filter,
+                           evicted_on=before.evicted_on if before.evicted_on is not None else before.node)
+    return out
 
 
 def _merge_outcomes(outcomes: list[tuple[FilterOutcome, int]]) -> FilterOutcome | None:

@@ -51,6 +51,9 @@ class _Cycle:
         self.record["scores"] = dict(zip(names, totals.tolist(), strict=True))
         self.record["plugin_scores"] = {n: {p: int(v[i]) for p, v in weighted.items()} for i, n in enumerate(names)}
 
+    def failed(self, message: str) -> None:
+        self.record["message"] = message
+
     def choose(self, top: np.ndarray) -> int | None:
         assert self._scored is not None
         names = [self.names[int(self._scored[i])] for i in top.tolist()]
@@ -68,16 +71,18 @@ def trace(index: ClusterIndex, config: SchedulerConfig | None = None, *,
     sched = GreedyScheduler(index, config, preemption=preemption, respect_pdbs=respect_pdbs)
     names = index.node_names
     for k, pod in enumerate(index.pending if pods is None else pods):
-        if sched.config.profile_for(pod.spec.scheduler_name) is None:
-            continue  # another scheduler's pod
+        profile = sched.config.profile_for(pod.spec.scheduler_name)
+        if profile is None or not all(p.pre_enqueue(pod)[0] for p in profile.at("preEnqueue")):
+            continue  # another scheduler's pod, or one PreEnqueue keeps out of the queue: no cycle
         cycle = _Cycle(names, follow(pod) if follow else None)
         sched.tracer = cycle
         attempt = sched.schedule_one(pod)
         rec = cycle.record
-        if attempt.node is not None and not rec["top"]:
+        if attempt.node is not None and not attempt.nominated and not rec["top"]:
             rec["top"] = [names[attempt.node]]  # one feasible node: kube takes it without scoring
         victims = [v.key for v, _ in attempt.evictions]
+        message = rec.pop("message", None) if attempt.nominated else attempt.reason
         yield {"cycle": k, "pod": pod.key, "node": None if attempt.nominated or attempt.node is None
-               else names[attempt.node], **rec, "message": None if attempt.node is not None else attempt.reason,
+               else names[attempt.node], **rec, "message": message,
                "nominated": names[attempt.node] if attempt.nominated and attempt.node is not None else None,
                "victims": victims}

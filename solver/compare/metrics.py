@@ -70,12 +70,19 @@ def _strip_counts(text: str) -> str:
 
 def reason_group(reason: str | None) -> str:
     """kube's FitError text without node counts: `0/5 nodes are available: 3 Insufficient cpu, 2 X.` → `Insufficient
-    cpu; X` (a `preemption: ...` clause likewise, after ` | `). Other texts are kept as they are."""
+    cpu; X`, and what PostFilter added (`no new claims to deallocate, preemption: ...`, likewise) after ` | `.
+    Other texts are kept as they are."""
     if not reason:
         return "(no reason given)"
-    main, sep, pre = reason.partition(". preemption: ")
+    main, sep, post = reason.partition(". ")
     out = _strip_counts(main)
-    return f"{out} | preemption: {_strip_counts(pre)}" if sep else out
+    if not sep or not main.startswith("0/"):
+        return _strip_counts(reason)
+    head, found, pre = post.partition("preemption: ")
+    parts = [h for h in [head.strip().rstrip(",").strip()] if h]
+    if found:
+        parts.append(f"preemption: {_strip_counts(pre)}")
+    return f"{out} | {'; '.join(parts)}" if parts else out
 
 
 def placement_metrics(plan: Plan) -> dict[str, Any]:

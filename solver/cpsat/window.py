@@ -38,7 +38,7 @@ from ..framework.encoding import EncodingContext, ObjectiveTerm
 from ..framework.plugin import CycleState, Plugin
 from ..framework.runtime import count_reasons, fit_error_message, internal_error, run_filters, run_pre_filter
 from ..framework.state import ClusterState
-from ..greedy import GreedyScheduler, unimplemented_warnings
+from ..greedy import GreedyScheduler, merge_retries, unimplemented_warnings
 from ..measure import measure
 from ..plugins import encodings
 from .builder import post_constraints
@@ -70,7 +70,6 @@ class CpsatOptions:
 
 log = logging.getLogger(__name__)
 
-PREEMPTION = " preemption: "  # kube's FitError tail: what PostFilter (preemption) found
 SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
 SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds),
 SURROGATE_PROBE = (0.25, 4000, 200)  # in two solves: a probe of 0.25 s (pro rata below 200 pods) + 1 s per 4,000
@@ -132,7 +131,7 @@ class CpsatScheduler:
         if self.opts.objective not in ("default", "pack", "balance"):
             raise ValueError(f"objective must be default, pack or balance, got {self.opts.objective!r}")
         self.state = ClusterState(index)
-        self._preemption_tail: dict[str, str] = {}  # pod key → greedy's "preemption: ..." for pods both leave out
+        self._post_filter: dict[str, str] = {}  # pod key → greedy's PostFilter message for pods both leave out
         self._clock = SearchClock(self.opts.deterministic, self.opts.workers, self.opts.seed)  # what budgets count
         self._reference = self.state  # the current window's hint state (normalisation ranges are estimated there)
 
@@ -372,10 +371,10 @@ class CpsatScheduler:
                     bindings[p.idx] = self._reserve(p, cpsat_nodes[p.idx], solved.volumes)
             status = "OPTIMAL" if solved.optimal else "FEASIBLE"
             placements = self._placements(pods, cpsat_nodes, {}, bindings)
-            for p in pods:  # kube's message ends with what preemption found: greedy's, as CP-SAT does not preempt
-                reason = fallback[p.idx].reason or ""
-                if cpsat_nodes[p.idx] is None and fallback[p.idx].node is None and PREEMPTION in reason:
-                    self._preemption_tail[p.key] = reason.split(PREEMPTION, 1)[1]
+            for p in pods:  # kube's message ends with what PostFilter (preemption) found: greedy's, as CP-SAT does
+                # not preempt
+                if cpsat_nodes[p.idx] is None and fallback[p.idx].node is None and fallback[p.idx].post_filter:
+                    self._post_filter[p.key] = fallback[p.idx].post_filter
             measures = self._measures(groups, cpsat_nodes, fallback, base.fallback_state)
             goal_tied = self.opts.objective == "default" or solved.objective == solved.greedy_objective
             if cp_vec == fb_vec and goal_tied and measures["cpsat"] < measures["greedy"] and not any(
@@ -423,7 +422,8 @@ class CpsatScheduler:
         state = self.state.fork()
         sched = GreedyScheduler(self.index, config or self.config, tie_break=self.opts.tie_break,
                                 seed=self.opts.seed, state=state, preemption=preemption, explain=explain)
-        return state, {p.idx: sched.schedule_one(p) for p in pods}
+        first = {p.idx: sched.schedule_one(p) for p in pods}
+        return state, merge_retries(first, sched.finish())
 
     def _greedy_baselines(self, pods: list[PodInfo]) -> _Baselines:
         """Greedy on copies of the state: kube's answer (with preemption when the profile has it: the fallback)
@@ -566,9 +566,9 @@ class CpsatScheduler:
         for pl in placements:
             if pl.node is None and pl.reason is None:
                 pl.reason = self._unplaced_reason(self.index.pod_by_key[pl.pod])
-                tail = self._preemption_tail.get(pl.pod)
-                if tail and PREEMPTION not in pl.reason:
-                    pl.reason = f"{pl.reason.rstrip('.')}.{PREEMPTION}{tail}"
+                tail = self._post_filter.get(pl.pod)
+                if tail and not pl.reason.endswith(tail):
+                    pl.reason = f"{pl.reason} {tail}"
 
     def _unplaced_reason(self, pod: PodInfo) -> str:
         """kube's message for the pod against the final state (the error, when evaluating the pod fails)."""

@@ -68,6 +68,7 @@ class Profile:
     percentage_of_nodes_to_score: int | None
     enabled: list[str] = field(default_factory=list)
     preemption: bool = True
+    post_filters: list[str] = field(default_factory=list)  # PostFilter plugins in order (preemption among them)
 
     def at(self, point: str) -> list[Plugin]:
         return self.plugins.get(point, [])
@@ -88,7 +89,7 @@ def _implements(cls: type[Plugin] | None, name: str, point: str) -> bool:
     if point == "queueSort":
         return name == "PrioritySort"
     if point == "postFilter":
-        return name == "DefaultPreemption"
+        return name in ("DefaultPreemption", "DynamicResources")
     if point == "bind":
         return name == "DefaultBinder"
     py = _PY_POINT.get(point)
@@ -214,6 +215,7 @@ def build_profile(raw: dict[str, Any], where: str) -> Profile:
         percentage_of_nodes_to_score=pct,
         enabled=enabled_names,
         preemption="DefaultPreemption" in points.get("postFilter", []),
+        post_filters=list(points.get("postFilter", [])),
     )
 
 

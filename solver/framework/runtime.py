@@ -52,6 +52,22 @@ class FilterOutcome:
         p = int(self.plugin[i])
         return [] if p < 0 else self.results[self.plugins[p]].reasons_of(i)
 
+    def copy_node(self, i: int, other: FilterOutcome, j: int) -> None:
+        """Node i's status becomes node j's of `other` (same profile): its code, deciding plugin and reasons.
+        The results' arrays may be shared with the plugins, so they are copied, not written in place."""
+        self.code[i], self.plugin[i] = other.code[j], other.plugin[j]
+        for name in {*self.results, *other.results}:
+            mine, theirs = self.results.get(name), other.results.get(name)
+            code = mine.code.copy() if mine else np.zeros(len(self.nodes), dtype=np.int8)
+            reasons = {t: m.copy() for t, m in mine.reasons} if mine else {}
+            for m in reasons.values():
+                m[i] = False
+            code[i] = theirs.code[j] if theirs else 0
+            for text, mask in theirs.reasons if theirs else ():
+                if mask[j]:
+                    reasons.setdefault(text, np.zeros(len(self.nodes), dtype=bool))[i] = True
+            self.results[name] = FilterResult(code, list(reasons.items()))
+
 
 def run_pre_filter(profile: Profile, state: ClusterState, pod: PodInfo, cycle: CycleState) -> PreFilterOutcome:
     out = PreFilterOutcome()

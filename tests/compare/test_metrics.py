@@ -121,6 +121,11 @@ def test_a_pod_does_not_satisfy_its_own_preferred_affinity():
      "Insufficient cpu; node(s) had untolerated taint {a: b}"),
     ("0/40 nodes are available: 40 Insufficient cpu. preemption: 0/40 nodes are available: 40 No preemption "
      "victims found for incoming pod.", "Insufficient cpu | preemption: No preemption victims found for incoming pod"),
+    ("0/2 nodes are available: 2 Too many pods. no new claims to deallocate, preemption: 0/2 nodes are available: 2 "
+     "Preemption is not helpful for scheduling.",
+     "Too many pods | no new claims to deallocate; preemption: Preemption is not helpful for scheduling"),
+    ('0/1 nodes are available: persistentvolumeclaim "x" not found. not found',
+     'persistentvolumeclaim "x" not found | not found'),
     ("pod has unresolvable scheduling gates", "pod has unresolvable scheduling gates"),
     (None, "(no reason given)"),
 ])

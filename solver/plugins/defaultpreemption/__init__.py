@@ -111,17 +111,21 @@ class _Fits:
         active = {p.name for p in profile.at("preFilter")} - self.pre.skipped
         self.reuse = not (active & STATE_DEPENDENT_PREFILTER)
 
-    def __call__(self, node: int) -> bool:
+    def __call__(self, node: int) -> list[str]:
+        """The reasons the pod does not fit on the node ([] when it fits)."""
         if self.reuse:
             cycle, pre = self.cycle, self.pre
         else:
             cycle = CycleState()
             pre = run_pre_filter(self.profile, self.sched.state, self.pod, cycle)
-        if pre.code != Code.SUCCESS or (pre.nodes is not None and node not in pre.nodes):
-            return False
-        out = run_filters(self.profile, self.sched.state, self.pod, cycle, np.array([node], dtype=np.int64),
-                          pre.skipped)
-        return bool(out.code[0] == 0)
+        if pre.code != Code.SUCCESS:
+            return [pre.reason]
+        if pre.nodes is not None and node not in pre.nodes:
+            return [pre.absent_reason]
+        one = np.array([node], dtype=np.int64)
+        out = run_filters(self.profile, self.sched.state, self.pod, cycle, one, pre.skipped)
+        self.sched.filter_with_nominated(self.profile, self.pod, one, out, pre.skipped)  # as kube's dry run does
+        return out.reasons(0) if out.code[0] != 0 else []
 
 
 def _could_fit_without(sched: GreedyScheduler, pod: PodInfo, node: int, lower: list[PodInfo]) -> bool:
@@ -152,20 +156,21 @@ def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[Pod
 
 
 def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int,
-                   fits: _Fits) -> Candidate | None:
+                   fits: _Fits) -> tuple[Candidate | None, list[str]]:
+    """kube's SelectVictimsOnNode: the candidate, or None and the reasons the node cannot help (the filters'
+    with every lower-priority pod gone, or "No preemption victims found" when there is none to remove)."""
     state = sched.state
     lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
     if not lower:
-        # Nothing to remove: the state is the one the Filter pass just rejected this node in, so the pod
-        # cannot fit and there are no victims (kube's selectVictimsOnNode would re-run the filters to learn so).
-        return None
-    if not _could_fit_without(sched, pod, node, lower):
-        return None  # the resources could not fit even with every lower-priority pod gone
+        return None, [NO_VICTIMS]
+    if not sched.explain and not _could_fit_without(sched, pod, node, lower):
+        return None, [NO_VICTIMS]  # the requests cannot fit even with every lower-priority pod gone (no reasons)
     for p in lower:
         state.forget(p)
     try:
-        if not fits(node):
-            return None
+        reasons = fits(node)
+        if reasons:
+            return None, reasons
         lower.sort(key=lambda p: (-p.priority, start_time(p)))
         violating, ok = _split_by_pdb(sched, lower)
         victims: list[PodInfo] = []
@@ -175,13 +180,13 @@ def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node:
                 state.assume(p, node)
                 # Adding p back: if the requests no longer fit, NodeResourcesFit rejects for sure, so p is a
                 # victim without running the filters; otherwise the filters decide.
-                if _could_fit_without(sched, pod, node, []) and fits(node):
+                if _could_fit_without(sched, pod, node, []) and not fits(node):
                     continue
                 state.forget(p)
                 victims.append(p)
                 if is_violating:
                     violating_ids.add(p.idx)
-        return Candidate(node, victims, violating_ids)
+        return Candidate(node, victims, violating_ids), []
     finally:
         for p in lower:
             if state.pod_node[p.idx] < 0:
@@ -220,9 +225,10 @@ def preempt(
     non_violating = 0
     for k in range(n):
         node = potential[(offset + k) % n]
-        cand = select_victims(sched, profile, pod, node, fits)
+        cand, reasons = select_victims(sched, profile, pod, node, fits)
         if cand is None or not cand.victims:
-            statuses[NO_VICTIMS] += 1
+            for text in reasons or [NO_VICTIMS]:
+                statuses[text] += 1
             continue
         if cand.violating and sched.respect_pdbs:
             statuses[PDB_PROTECTED] += 1

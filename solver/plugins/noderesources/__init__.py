@@ -4,8 +4,8 @@
 - Fit Filter: pod count, then every requested resource against allocatable − requested (`helpers.fit_filter`).
 - Fit Score: the configured strategy (LeastAllocated by default, MostAllocated, RequestedToCapacityRatio) over
   the strategy's weighted resources, cpu/memory with the non-zero defaults (`scoring`). No normalisation.
-- BalancedAllocation Score: how even the node's usage fractions are after placing the pod, from actual
-  requests; skipped for best-effort pods.
+- BalancedAllocation Score: how much placing the pod evens out the node's usage fractions (kube 1.36: the
+  balance with the pod against the balance without it), from actual requests; skipped for best-effort pods.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class NodeResourcesBalancedAllocation(Plugin):
 
     def score(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
         req, alloc, inc = allocation(state, pod.idx, nodes, self.resources, non_zero=False)
-        return balanced_allocation(req, alloc, inc)
+        return balanced_allocation(req, alloc, inc, pod_requests(state.index, pod.idx, self.resources, False))
 
 
 PLUGINS = [NodeResourcesFit, NodeResourcesBalancedAllocation]

@@ -1,23 +1,23 @@
 """CP-SAT objective terms of NodeResourcesFit's and NodeResourcesBalancedAllocation's scores on final loads.
 
-Both scores are functions of the node's final load alone (no normalisation), so a pod p on node n scores
-F(L_n), with L_n the node's requested resources in the final state (p included) and F the plugin's own
-integer function. The node's contribution to the measure is T_n = Σ_{p on n} F(L_n).
+Both scores are functions of the node's final load and the pod's own request (no normalisation), so a pod p on
+node n scores F(L_n, r_p), with L_n the node's requested resources in the final state (p included) and F the
+plugin's own integer function. The node's contribution to the measure is T_n = Σ_{p on n} F(L_n).
 
 - A node that one window group g can use: L_n = L⁰_n + k·r_g with k = y[g, n], so
   T_n = k · F(L⁰_n + k·r_g), tabulated for k = 0..ub with the plugin's own function and encoded by
-  `framework.encoding.piecewise`: exact on every integer k. LeastAllocated (and BalancedAllocation as long as
-  the node's cpu and memory fractions do not cross) are concave in k — the tangent-line form, whose LP
-  relaxation is the table's interpolation; MostAllocated is convex — an element constraint.
-- A node several groups can use: the resources' weighted utilisation is one scalar,
+  `framework.encoding.piecewise`: exact on every integer k. LeastAllocated is concave in k — the tangent-line
+  form, whose LP relaxation is the table's interpolation; MostAllocated is convex — an element constraint.
+- BalancedAllocation (kube 1.36) scores the change of balance the pod makes: F = 50 + ⌊(50 + B(L) − B(L − r))/2⌋
+  with B the balance of the loads; on a node one group can use it is tabulated as above (neither concave nor
+  convex in general: an element constraint). On a node several groups share it keeps the first-order coefficient.
+- A node several groups can use (NodeResourcesFit): the resources' weighted utilisation is one scalar,
   u_n = Σ_r w_r L_nr / (A_nr Σw), and LeastAllocated ≈ 100(1 − u), MostAllocated ≈ 100u (kube's integer
   floors dropped). With U_n = round(1000 u) as an integer expression of the y and C_n = Σ_g y[g, n],
   T_n ≈ C_n(100 − U_n/10) resp. C_n U_n/10, one product variable P_n = C_n·U_n per node
-  (AddMultiplicationEquality). BalancedAllocation over cpu and memory is 100 − 50|f_cpu − f_mem|:
-  T_n ≈ 100 C_n − C_n·|D_n|/20 with D_n = 1000(f_cpu − f_mem), a second product. These are within one point of
-  the plugin's score per pod (rounding of per-mille loads and of kube's floors).
-  RequestedToCapacityRatio (and BalancedAllocation over more than two resources) on such a node keeps the
-  first-order coefficient: the score of one pod of g on n at the window's start.
+  (AddMultiplicationEquality), within one point of the plugin's score per pod (rounding of per-mille loads and of
+  kube's floors). RequestedToCapacityRatio on such a node keeps the first-order coefficient: the score of one pod
+  of g on n at the window's start.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def _utilisation(ctx: EncodingContext, entries, n: int, resources, weights, non_
             {gid: round(1000 * float((r * frac).sum())) for gid, r in req.items()})
 
 
-def _product(ctx: EncodingContext, entries, n: int, offset: int, coef: dict[int, int], name: str, absolute: bool):
-    """(P, value) with P = C·V, C = Σ y[g, n], V = offset + Σ coef_g y[g, n] (|·| of it when `absolute`)."""
+def _product(ctx: EncodingContext, entries, n: int, offset: int, coef: dict[int, int], name: str):
+    """(P, value) with P = C·V, C = Σ y[g, n], V = offset + Σ coef_g y[g, n]."""
     h = ctx.handle
     m = h.model
     total_ub = sum(h.ub[g.gid][n] for g, _ in entries)
@@ -87,17 +87,9 @@ def _product(ctx: EncodingContext, entries, n: int, offset: int, coef: dict[int,
     def linear(cs):
         return offset + sum(coef[g.gid] * cs.get(g.gid, {}).get(n, 0) for g, _ in entries)
 
-    if absolute:
-        raw = m.new_int_var(-span, span, f"{name}_lin_{n}")
-        m.add(raw == lin)
-        val = m.new_int_var(0, span, f"{name}_abs_{n}")
-        m.add_abs_equality(val, raw)
-        h.aux_hints.append((raw, linear))
-        value = lambda cs: abs(linear(cs))  # noqa: E731
-    else:
-        val = m.new_int_var(-span, span, f"{name}_lin_{n}")
-        m.add(val == lin)
-        value = linear
+    val = m.new_int_var(-span, span, f"{name}_lin_{n}")
+    m.add(val == lin)
+    value = linear
     p = m.new_int_var(-span * total_ub, span * total_ub, f"{name}_prod_{n}")
     m.add_multiplication_equality(p, [c, val])
     h.aux_hints.extend([(c, count), (val, value), (p, lambda cs: count(cs) * value(cs))])
@@ -136,7 +128,7 @@ def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
             continue
         exact = False
         u0, d = util
-        c, count, p, pval = _product(ctx, entries, n, u0, d, "fit", absolute=False)
+        c, count, p, pval = _product(ctx, entries, n, u0, d, "fit")
         k = SCALE * ctx.weight
         if strategy == LEAST:  # C(100 − U/10) in SCALE-ths: 100k·C − (k/10)·P
             terms.add(c, 100 * k, count)
@@ -155,10 +147,12 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     terms = LinearTerms()
     exact = True
 
-    def scorer(req, alloc, inc):
+    def scorer(g):
+        from .helpers import pod_requests
         from .scoring import balanced_allocation
 
-        return balanced_allocation(req, alloc, inc)
+        own = pod_requests(h.state.index, g.rep.idx, resources, non_zero=False)
+        return lambda req, alloc, inc: balanced_allocation(req, alloc, inc, own)
 
     for n, entries in h.by_node.items():
         scored = [(g, var) for g, var in entries if (h.state.index.pod_req[g.rep.idx] > 0).any()
@@ -166,23 +160,15 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
         if not scored:
             continue
         if len(scored) == 1:
-            _single(ctx, terms, scored, n, _table(ctx, scorer, scored[0][0].gid, n, False, resources), "balanced")
+            g = scored[0][0]
+            _single(ctx, terms, scored, n, _table(ctx, scorer(g), g.gid, n, False, resources), "balanced")
             continue
-        exact = False
-        if len(resources) != 2:
-            for g, var in scored:
-                first = _table(ctx, scorer, g.gid, n, False, resources, k_max=1)
-                terms.add(var, first[1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
-            continue
-        base, req, alloc, _ = _loads(ctx, scored, n, resources, False)  # D = 1000 (f_0 − f_1), actual requests
-        d0 = round(1000 * (base[0] / alloc[0] - base[1] / alloc[1]))
-        e = {gid: round(1000 * (r[0] / alloc[0] - r[1] / alloc[1])) for gid, r in req.items()}
-        c, count, p, pval = _product(ctx, scored, n, d0, e, "balanced", absolute=True)
-        k = SCALE * ctx.weight  # C(100 − |D|/20) in SCALE-ths = 100k·C − (k/20)·P
-        terms.add(c, 100 * k, count)
-        terms.add(p, -(k // 20), pval)
+        exact = False  # the first-order coefficient: one pod of g on n at the window's start
+        for g, var in scored:
+            first = _table(ctx, scorer(g), g.gid, n, False, resources, k_max=1)
+            terms.add(var, first[1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
     return terms.term("NodeResourcesBalancedAllocation", exact=exact,
-                      note="" if exact else "nodes shared by several groups: per-mille load products")
+                      note="" if exact else "nodes shared by several groups: first-order coefficients")
 
 
 def _requests_any(h, g, resources) -> bool:

@@ -53,9 +53,18 @@ def requested_to_capacity_ratio(
     return np.where(den > 0, (2 * num + den) // np.where(den > 0, 2 * den, 1), 0)
 
 
-def balanced_allocation(req: np.ndarray, alloc: np.ndarray, inc: np.ndarray) -> np.ndarray:
+def balanced_allocation(req: np.ndarray, alloc: np.ndarray, inc: np.ndarray, pod: np.ndarray) -> np.ndarray:
+    """kube 1.36's BalancedAllocation: how much placing the pod improves the node's balance. With B the balance
+    (`balance`) of the node's requested resources with the pod (`req`) and without it (`req − pod`), the score is
+    50 + ⌊(50 + B_with − B_without)/2⌋, in [50, 100] (75 when the pod leaves the balance as it was)."""
+    with_pod = balance(req, alloc, inc)
+    without = balance(req - np.asarray(pod), alloc, inc)
+    return MAX // 2 + (MAX // 2 + with_pod - without) // 2
+
+
+def balance(req: np.ndarray, alloc: np.ndarray, inc: np.ndarray) -> np.ndarray:
     """f_r = min(1, req/alloc) over counted resources; std = |f_1 − f_2|/2 for two, the population standard
-    deviation for more, 0 otherwise; score = trunc((1 − std)·100). Float operations in kube's order."""
+    deviation for more, 0 otherwise; balance = trunc((1 − std)·100). Float operations in kube's order."""
     n, k = req.shape
     frac = np.minimum(req / _safe(alloc), 1.0)
     if k == 2 and inc.all():  # the usual cpu and memory, both counted everywhere: the two-resource branch below

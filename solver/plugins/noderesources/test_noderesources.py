@@ -175,24 +175,29 @@ def test_fit_score(name, nodes, pods, req, args, want):
 
 # --- BalancedAllocation ---------------------------------------------------------------------------
 
+# kube 1.36: 50 + ⌊(50 + B_with − B_without)/2⌋ with B = trunc((1 − std)·100); an empty node has B_without = 100.
 BALANCED = [
-    ("Two resources use half their absolute difference as the deviation.", NODES, [], REQ, None, [87, 100]),
+    ("Two resources use half their absolute difference as the deviation, against the empty node's balance.",
+     NODES, [], REQ, None, [68, 75]),
     ("A fraction above 1 is capped at 1.", [node("n1", cpu="4", memory="10000")], [], {"cpu": "5", "memory": "5000"},
-     None, [75]),
+     None, [62]),
     ("Actual requests are used: a missing memory request counts as zero.",
-     [node("n1", cpu="4", memory="10000")], [], {"cpu": "1"}, None, [87]),
-    ("Bound pods count with their actual requests.",
-     [node("n1", cpu="4", memory="10000")], [bound("b", cpu="1")], {"cpu": "1", "memory": "5000"}, None, [100]),
+     [node("n1", cpu="4", memory="10000")], [], {"cpu": "1"}, None, [68]),
+    ("A pod that evens out a lopsided node scores above 75.",
+     [node("n1", cpu="4", memory="10000")], [bound("b", cpu="1")], {"cpu": "1", "memory": "5000"}, None, [81]),
+    ("A pod that leaves the balance as it was scores 75.",
+     [node("n1", cpu="4", memory="10000")], [bound("b", cpu="1", memory="2500")], {"cpu": "1", "memory": "2500"},
+     None, [75]),
     ("Three resources use the population standard deviation.",
      [node("n1", cpu="4", memory="10000", extra={"ephemeral-storage": "100"})], [],
      REQ | {"ephemeral-storage": "25"}, {"resources": [{"name": "cpu"}, {"name": "memory"},
-                                                        {"name": "ephemeral-storage"}]}, [79]),
+                                                        {"name": "ephemeral-storage"}]}, [64]),
     ("A scalar resource the pod does not request is left out.",
      [node("n1", cpu="4", memory="10000", extra={GPU: "4"})], [], REQ,
-     {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": GPU, "weight": 1}]}, [87]),
+     {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": GPU, "weight": 1}]}, [68]),
     ("A single counted resource has no deviation.",
      [node("n1", cpu="4", memory="10000")], [], REQ | {GPU: "1"},
-     {"resources": [{"name": "cpu", "weight": 1}, {"name": GPU, "weight": 1}]}, [100]),
+     {"resources": [{"name": "cpu", "weight": 1}, {"name": GPU, "weight": 1}]}, [75]),
 ]
 
 
@@ -214,7 +219,7 @@ def test_sanity_empty_default_node_and_default_pod():
     state = build_state(node("n1", cpu="4", memory="32Gi", pods=110), pod("p", cpu="100m", memory="500Mi"))
     p, cycle, ids = state.index.pending[0], CycleState(), np.array([0])
     assert NodeResourcesFit().score(state, p, cycle, ids).tolist() == [97]
-    assert NodeResourcesBalancedAllocation().score(state, p, cycle, ids).tolist() == [99]
+    assert NodeResourcesBalancedAllocation().score(state, p, cycle, ids).tolist() == [74]
 
 
 # --- args -----------------------------------------------------------------------------------------

@@ -1,0 +1,149 @@
+"""The real kube-scheduler beside kplace: running the oracle (`oracle/`, kube-scheduler linked as a Go library) on a
+state, and comparing its cycles with the greedy engine's (`solver.trace`) in lockstep.
+
+kplace itself stays pure Python: the oracle is a separate binary built with `make -C oracle`; everything here says
+so clearly when it is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kplace.models.errors import InputError
+from kplace.models.index import ClusterIndex
+
+from .framework.config import SchedulerConfig
+from .trace import trace
+
+ENV = "KPLACE_ORACLE"
+_BUILT = Path(__file__).resolve().parent.parent / "oracle" / "bin" / "kube-oracle"
+TIMEOUT = 600.0  # seconds for one oracle run
+
+
+def oracle_binary() -> Path | None:
+    """The oracle: $KPLACE_ORACLE, the project's own build (oracle/bin/kube-oracle), or `kube-oracle` on PATH."""
+    if os.environ.get(ENV):
+        p = Path(os.environ[ENV])
+        return p if p.is_file() else None
+    if _BUILT.is_file():
+        return _BUILT
+    found = shutil.which("kube-oracle")
+    return Path(found) if found else None
+
+
+def require_oracle() -> Path:
+    binary = oracle_binary()
+    if binary is None:
+        raise InputError(f"the kube-scheduler oracle is not built: run `make -C oracle` (needs Go), or set ${ENV}")
+    return binary
+
+
+def oracle_version(binary: Path | None = None) -> str:
+    out = subprocess.run([str(binary or require_oracle()), "version"], capture_output=True, text=True,
+                         timeout=60, check=True)
+    return out.stdout.strip()
+
+
+def run_oracle(states: Sequence[str], config: str | None = None, lockstep: str | None = None,
+               binary: Path | None = None, timeout: float = TIMEOUT) -> list[dict[str, Any]]:
+    """The real scheduler's cycles over the pending pods of `states` (files, merged in order)."""
+    cmd = [str(binary or require_oracle()), "schedule", *states]
+    if config:
+        cmd += ["--config", config]
+    if lockstep:
+        cmd += ["--lockstep", lockstep]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise InputError(f"the kube-scheduler oracle did not finish within {timeout:g} s on {', '.join(states)}") \
+            from exc
+    if out.returncode != 0:
+        raise InputError(f"the kube-scheduler oracle failed on {', '.join(states)}: "
+                         f"{(out.stderr.strip().splitlines() or ['exit code ' + str(out.returncode)])[-1]}")
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+@dataclass
+class Comparison:
+    """What a lockstep comparison found: cycles compared, and each disagreement as one line."""
+
+    cycles: int = 0
+    checks: int = 0
+    differences: list[str] = field(default_factory=list)
+
+
+FIELDS = ("feasible", "scores", "plugin_scores", "top", "filters", "prefilter", "message", "nominated", "victims")
+
+
+def lockstep(index: ClusterIndex, config: SchedulerConfig | None, real: list[dict[str, Any]], *,
+             respect_pdbs: bool = True, fields: Iterable[str] = FIELDS) -> Comparison:
+    """Run the greedy engine in lockstep with the real scheduler's cycles `real` and compare them cycle by cycle.
+
+    Each greedy cycle takes the real scheduler's node (or nominated node) when it is among greedy's tied top
+    nodes, so a tie broken differently is not a difference and both continue from the same state. Feasible nodes
+    are compared in order (the oracle runs one filter worker: kube's 16 fill the list in no fixed order); filters
+    on the nodes both evaluated, their reasons as sets (kube lists extended resources in map order); the rest as
+    they are.
+    """
+    by_pod = {c["pod"]: c for c in real}
+    mine = list(trace(index, config, respect_pdbs=respect_pdbs,
+                      follow=lambda p: (by_pod.get(p.key) or {}).get("node") or (by_pod.get(p.key) or {}).get(
+                          "nominated")))
+    out = Comparison()
+    order_real = [c["pod"] for c in real]
+    order_mine = [c["pod"] for c in mine]
+    if order_real != order_mine:
+        out.differences.append(f"queue order differs: kube {order_real} vs kplace {order_mine}")
+    wanted = set(fields)
+    for m in mine:
+        r = by_pod.get(m["pod"])
+        if r is None:
+            continue
+        out.cycles += 1
+        for key, a, b in _pairs(r, m, wanted):
+            out.checks += 1
+            if a != b:
+                if isinstance(a, dict) and isinstance(b, dict):  # only the nodes that differ
+                    diff = {n: {"kube": a.get(n), "kplace": b.get(n)} for n in sorted({*a, *b}) if a.get(n) != b.get(n)}
+                    out.differences.append(f"{m['pod']}: {key}: {_short(diff)}")
+                else:
+                    out.differences.append(f"{m['pod']}: {key}: kube {_short(a)} vs kplace {_short(b)}")
+        out.checks += 1
+        if r.get("node") != m.get("node"):
+            out.differences.append(f"{m['pod']}: node: kube {r.get('node')} vs kplace {m.get('node')} "
+                                   f"(kplace's top {m.get('top')})")
+    return out
+
+
+def _pairs(r: dict, m: dict, wanted: set[str]):
+    for key in FIELDS:
+        if key not in wanted:
+            continue
+        a, b = r.get(key), m.get(key)
+        if key in ("top", "victims"):
+            a, b = sorted(a or []), sorted(b or [])
+        elif key == "feasible":
+            a, b = a or [], b or []
+        elif key == "filters":
+            both = set(r.get("feasible") or []) | set(a or {})
+            both &= set(m.get("feasible") or []) | set(b or {})
+            a = {n: {**s, "reasons": sorted(s["reasons"])} for n, s in (a or {}).items() if n in both}
+            b = {n: {**s, "reasons": sorted(s["reasons"])} for n, s in (b or {}).items() if n in both}
+        elif key == "plugin_scores":  # a plugin that skipped (or scored 0 everywhere) may be absent
+            a = {n: {p: v for p, v in ps.items() if v} for n, ps in (a or {}).items()}
+            b = {n: {p: v for p, v in ps.items() if v} for n, ps in (b or {}).items()}
+        elif key == "scores":
+            a, b = a or {}, b or {}
+        yield key, a, b
+
+
+def _short(value: Any, limit: int = 400) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + "…"
