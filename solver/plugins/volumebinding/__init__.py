@@ -7,10 +7,10 @@ PreFilter (kube's `podHasPVCs`, `GetPodVolumeClaims`, `GetEligibleNodes`):
 - a claim that is not fully bound and is not a WaitForFirstConsumer claim without `volumeName` (an
   Immediate claim, a claim of a missing class, a pre-bound claim) is "unbound immediate":
   UnschedulableAndUnresolvable "pod has unbound immediate PersistentVolumeClaims";
-- bound claims whose PV's node affinity names nodes by `kubernetes.io/hostname In` narrow the nodes to the
-  intersection of those names (a term without such an expression adds nothing, as in kube).
+- nothing narrows the nodes (kube 1.36's PreFilter returns no node subset).
+A claim that Reserve gave a PV earlier in the run is bound to it from then on (kube's assume cache).
 Filter (`FindPodVolumes`), per node, UnschedulableAndUnresolvable with every reason that applies, in order:
-1. "node(s) had volume node affinity conflict": a bound claim's PV node affinity rejects the node;
+1. "node(s) didn't match PersistentVolume's node affinity": a bound claim's PV node affinity rejects the node;
 2. "node(s) didn't find available persistent volumes to bind": a delayed claim already has a selected node
    (annotation, or assumed earlier in the run) that is another node; or some delayed claim has no matching
    PV (`claims.find_matching_pv`, claims taken smallest request first, a PV serving one claim only) and
@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from kplace.models.index import HOSTNAME, ClusterIndex, PodInfo
+from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.k8s import PersistentVolume, PersistentVolumeClaim
 
 from ...framework import Code, CycleState, FilterResult, Plugin, PreFilterResult
@@ -44,13 +44,12 @@ from .claims import (
     is_fully_bound,
     pod_claims,
     pv_affinity_mask,
-    pv_required_affinity,
     storage_request,
     topology_terms_match,
 )
 
 NAME = "VolumeBinding"
-REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
@@ -64,13 +63,15 @@ class PodVolumeClaims:
 
     bound: list[ClaimUse] = field(default_factory=list)
     delayed: list[ClaimUse] = field(default_factory=list)
+    assumed: dict[str, str] = field(default_factory=dict)  # bound claims' PV names that Reserve gave (claim key)
     immediate: list[ClaimUse] = field(default_factory=list)
     error: str | None = None
 
 
-def classify_claims(index: ClusterIndex, pod: PodInfo) -> PodVolumeClaims | None:
+def classify_claims(index: ClusterIndex, pod: PodInfo, state: ClusterState | None = None) -> PodVolumeClaims | None:
     """None for a pod without PVC-backed volumes; else its claims split into bound / delayed / immediate,
-    or the first error kube's `podHasPVCs` would report."""
+    or the first error kube's `podHasPVCs` would report. With `state`, a delayed claim Reserve gave a PV is
+    bound to it."""
     uses = pod_claims(index, pod.pod, pending=True)
     if not uses:
         return None
@@ -89,45 +90,19 @@ def classify_claims(index: ClusterIndex, pod: PodInfo) -> PodVolumeClaims | None
             out.error = f'persistentvolumeclaim "{u.name}" is being deleted'
             return out
     classes = catalog(index).classes
+    reserved = {key: pv for pv, key in state.pv_claims.items()} if state is not None and state.pv_claims else {}
     for u in uses:
         pvc = u.pvc
         if is_fully_bound(pvc):
             out.bound.append(u)
             continue
+        if u.key in reserved:
+            out.bound.append(u)
+            out.assumed[u.key] = reserved[u.key]
+            continue
         sc = classes.get(claim_class(pvc))
         delayed = sc is not None and sc.volume_binding_mode == "WaitForFirstConsumer"
         (out.delayed if delayed and not pvc.spec.volume_name else out.immediate).append(u)
-    return out
-
-
-def local_pv_node_names(pv: PersistentVolume) -> list[str]:
-    """GetLocalPersistentVolumeNodeNames: union over terms of the intersection of the term's
-    `kubernetes.io/hostname In` value lists."""
-    req = pv_required_affinity(pv)
-    if req is None:
-        return []
-    result: set[str] = set()
-    for term in req.node_selector_terms:
-        nodes: set[str] | None = None
-        for e in term.match_expressions:
-            if e.key == HOSTNAME and e.operator == "In":
-                nodes = set(e.values) if nodes is None else nodes & set(e.values)
-        result |= nodes or set()
-    return sorted(result)
-
-
-def eligible_nodes(index: ClusterIndex, bound: list[ClaimUse]) -> set[str] | None:
-    """GetEligibleNodes: node names that every bound local PV allows; None when nothing restricts (or a
-    bound PV is missing)."""
-    pvs = catalog(index).pvs
-    out: set[str] | None = None
-    for u in bound:
-        pv = pvs.get(u.pvc.spec.volume_name)
-        if pv is None:
-            return None
-        names = local_pv_node_names(pv)
-        if names:
-            out = set(names) if out is None else out & set(names)
     return out
 
 
@@ -162,7 +137,7 @@ def find_pod_volumes(state: ClusterState, claims: PodVolumeClaims, node: int,
     pvs = catalog(index).pvs
     bound_ok, found = True, True
     for u in claims.bound:
-        pv = pvs.get(u.pvc.spec.volume_name)
+        pv = pvs.get(claims.assumed.get(u.key) or u.pvc.spec.volume_name)
         if pv is None:
             found = False
             break
@@ -217,7 +192,7 @@ def find_pod_volumes(state: ClusterState, claims: PodVolumeClaims, node: int,
 def reserve(state: ClusterState, pod: PodInfo, node: int) -> dict[str, str]:
     """kube's Reserve (AssumePodVolumes): after `pod` is assumed on `node`, record the PV each delayed claim
     takes and the node each provisioned claim is given; returns {claim key: PV name or DYNAMIC}."""
-    claims = classify_claims(state.index, pod)
+    claims = classify_claims(state.index, pod, state)
     if claims is None or claims.error or claims.immediate or not claims.delayed:
         return {}
     got = find_pod_volumes(state, claims, node)
@@ -240,7 +215,7 @@ class VolumeBinding(Plugin):
     name = NAME
 
     def pre_filter(self, state: ClusterState, pod, cycle: CycleState) -> PreFilterResult:
-        claims = classify_claims(state.index, pod)
+        claims = classify_claims(state.index, pod, state)
         if claims is None:
             return PreFilterResult.skip()
         if claims.error is not None:
@@ -248,11 +223,7 @@ class VolumeBinding(Plugin):
         if claims.immediate:
             return PreFilterResult(UU, REASON_UNBOUND_IMMEDIATE)
         cycle[NAME] = (claims, {u.key: candidate_pvs(state.index, u.pvc, state) for u in claims.delayed})
-        names = eligible_nodes(state.index, claims.bound)
-        if names is None:
-            return PreFilterResult()
-        ids = sorted(state.index.node_id[n] for n in names if n in state.index.node_id)
-        return PreFilterResult(node_subset=np.array(ids, dtype=np.int64))
+        return PreFilterResult()
 
     def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         got = cycle.get(NAME)
@@ -260,7 +231,7 @@ class VolumeBinding(Plugin):
             pre = self.pre_filter(state, pod, CycleState())
             if pre.code != Code.SUCCESS:
                 return FilterResult.success(len(nodes))
-            got = (classify_claims(state.index, pod), None)
+            got = (classify_claims(state.index, pod, state), None)
         claims, cands = got
         code = np.zeros(len(nodes), dtype=np.int8)
         masks: dict[str, np.ndarray] = {}

@@ -8,7 +8,6 @@ from kplace.solver.plugins.volumebinding import (
     REASON_PV_NOT_EXIST,
     REASON_UNBOUND_IMMEDIATE,
     VolumeBinding,
-    local_pv_node_names,
     reserve,
 )
 from kplace.solver.plugins.volumebinding.claims import DYNAMIC, catalog, find_matching_pv
@@ -46,8 +45,9 @@ CASES = [
              {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}]}}}},
       pvc("c", volume="pv1")],
      {"n1": OK, "n2": (UU, [REASON_NODE_CONFLICT])}),
-    ("A claim bound to a local PV narrows the nodes to the PV's host at PreFilter.",
-     [LOCAL, pv("pv1", node="n2", claim="default/c"), pvc("c", volume="pv1")], {"n2": OK}),
+    ("A claim bound to a local PV fails on other hosts at Filter (kube 1.36's PreFilter does not narrow).",
+     [LOCAL, pv("pv1", node="n2", claim="default/c"), pvc("c", volume="pv1")],
+     {"n1": (UU, [REASON_NODE_CONFLICT]), "n2": OK}),
     ("A claim bound to a missing PV fails everywhere as bound to a non-existent PV.",
      [LOCAL, pvc("c", volume="gone")], {"n1": (UU, [REASON_PV_NOT_EXIST]), "n2": (UU, [REASON_PV_NOT_EXIST])}),
     ("A WaitForFirstConsumer claim takes a local PV on its node only (no provisioner elsewhere).",
@@ -122,13 +122,17 @@ def test_the_smallest_matching_pv_wins_then_the_name():
     assert find_matching_pv(state.index, claim, 0, excluded={"a"}) == "b"
 
 
-def test_local_pv_node_names_intersect_within_a_term_and_union_across_terms():
-    def term(*vals):
-        return {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(v)}
-                                                   for v in vals]}
-    state = build_state(NODES, {**pv("x"), "spec": {**pv("x")["spec"], "nodeAffinity": {"required": {
-        "nodeSelectorTerms": [term(["n1", "n2"], ["n2", "n3"]), term(["n4"])]}}}})
-    assert local_pv_node_names(catalog(state.index).pvs["x"]) == ["n2", "n4"]
+def test_a_claim_reserve_gave_a_pv_is_bound_to_it_for_the_next_pod():
+    state = build_state(NODES, LOCAL, pv("pv1", node="n1"), pv("pv2", node="n2"), pvc("c"),
+                        pod("p", spec=claim_volumes("c")), pod("q", spec=claim_volumes("c")))
+    plan = GreedyScheduler(state.index, state=state).run()
+    got = {p.pod: p for p in plan.placements}
+    assert got["default/p"].node == "n1" and got["default/q"].node == "n1"
+    p, q = state.index.pending
+    claims = VolumeBinding().pre_filter(state, q, CycleState())
+    assert claims.code == Code.SUCCESS
+    res = VolumeBinding().filter(state, q, CycleState(), np.arange(2))
+    assert res.reasons_of(1) == [REASON_NODE_CONFLICT]
 
 
 def test_reserve_takes_the_pv_so_a_second_claim_cannot_have_it():
