@@ -93,7 +93,7 @@ def _pod(name: str, namespace: str, requests: dict[str, str], *, created: int, l
                 "status": {"phase": "Pending"}}
     if node is not None:
         pod["spec"]["nodeName"] = node
-        pod["status"] = {"phase": "Running"}
+        pod["status"] = {"phase": "Running", "startTime": _ts(created)}  # a started pod always reports it
         kind, owner_name = owner or _owner_of(name, labels)
         meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": owner_name,
                                     "uid": f"uid-{kind.lower()}-{namespace}-{owner_name}", "controller": True}]

@@ -104,6 +104,8 @@ class Tracer(Protocol):
     def scored(self, nodes: np.ndarray, weighted: dict[str, np.ndarray], totals: np.ndarray) -> None: ...
     def failed(self, message: str) -> None:
         """The FitError message of a pod that preemption then nominated (its attempt carries none)."""
+    def choose_candidate(self, tied: list[int]) -> int | None:
+        """One of the preemption candidates tied at the best (node ids) to take instead of the first, or None."""
     def choose(self, top: np.ndarray) -> int | None:
         """One of `top` (positions of the tied top-scoring nodes among the scored ones) to take instead of kube's
         choice, or None."""

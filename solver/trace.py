@@ -54,6 +54,13 @@ class _Cycle:
     def failed(self, message: str) -> None:
         self.record["message"] = message
 
+    def choose_candidate(self, tied: list[int]) -> int | None:
+        names = [self.names[n] for n in tied]
+        if self.follow in names:
+            self.record["lockstep"] = True
+            return tied[names.index(self.follow)]
+        return None
+
     def choose(self, top: np.ndarray) -> int | None:
         assert self._scored is not None
         names = [self.names[int(self._scored[i])] for i in top.tolist()]

@@ -42,6 +42,7 @@ PDB_PROTECTED = "preemption would violate a PodDisruptionBudget"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+NOT_STARTED = datetime(9999, 1, 1, tzinfo=UTC)  # kube reads time.Now() for a pod without status.startTime
 
 
 @dataclass
@@ -73,9 +74,10 @@ class Candidate:
 
 
 def start_time(p: PodInfo) -> datetime:
-    t = p.pod.status.start_time or p.creation
+    """kube's GetPodStartTime: status.startTime, or "now" for a pod that has not started (later than any)."""
+    t = p.pod.status.start_time
     if t is None:
-        return _EPOCH
+        return NOT_STARTED
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
@@ -240,6 +242,10 @@ def preempt(
     if not candidates:
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
     best = min(candidates, key=Candidate.key)  # min() keeps the first of equals: "first candidate"
+    if sched.tracer is not None:  # kube walks from a random offset: any of the tied best may be its first
+        tied = [c for c in candidates if c.key() == best.key()]
+        forced = sched.tracer.choose_candidate([c.node for c in tied])
+        best = next((c for c in tied if c.node == forced), best)
     victims = [(v, v.idx in best.violating) for v in best.victims]
     return PreemptionResult(best.node, victims)
 

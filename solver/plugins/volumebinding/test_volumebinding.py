@@ -128,7 +128,7 @@ def test_a_claim_reserve_gave_a_pv_is_bound_to_it_for_the_next_pod():
     plan = GreedyScheduler(state.index, state=state).run()
     got = {p.pod: p for p in plan.placements}
     assert got["default/p"].node == "n1" and got["default/q"].node == "n1"
-    p, q = state.index.pending
+    q = state.index.pending[1]
     claims = VolumeBinding().pre_filter(state, q, CycleState())
     assert claims.code == Code.SUCCESS
     res = VolumeBinding().filter(state, q, CycleState(), np.arange(2))
