@@ -17,6 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 from kplace.models.errors import KplaceError
+from kplace.solver import KUBE_SCHEDULER
 
 
 def _version() -> str:
@@ -219,7 +220,8 @@ OUTPUT_OPT = OUTPUT_OPTS("table", "json", "yaml")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.version_option(_version(), prog_name="kplace")
+@click.version_option(_version(), prog_name="kplace",
+                      message=f"%(prog)s, version %(version)s (reproduces kube-scheduler {KUBE_SCHEDULER})")
 def main() -> None:
     """kplace: global placement of Kubernetes pods.
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from kplace.models.errors import InputError
 from kplace.models.index import ClusterIndex
+from kplace.models.plan import Eviction, Placement, Plan
 
 from .framework.config import SchedulerConfig
 from .trace import trace
@@ -52,9 +53,10 @@ def oracle_version(binary: Path | None = None) -> str:
 
 
 def run_oracle(states: Sequence[str], config: str | None = None, lockstep: str | None = None,
-               binary: Path | None = None, timeout: float = TIMEOUT) -> list[dict[str, Any]]:
-    """The real scheduler's cycles over the pending pods of `states` (files, merged in order)."""
-    cmd = [str(binary or require_oracle()), "schedule", *states]
+               binary: Path | None = None, timeout: float = TIMEOUT, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The real scheduler's cycles over the pending pods of `states` (files, merged in order); `extra` are more
+    flags for `kube-oracle schedule` (e.g. `--parallelism 0`)."""
+    cmd = [str(binary or require_oracle()), "schedule", *states, *extra]
     if config:
         cmd += ["--config", config]
     if lockstep:
@@ -147,3 +149,24 @@ def _pairs(r: dict, m: dict, wanted: set[str]):
 def _short(value: Any, limit: int = 400) -> str:
     text = json.dumps(value, sort_keys=True)
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def oracle_plan(index: ClusterIndex, cycles: list[dict[str, Any]], seconds: float = 0.0) -> Plan:
+    """The real scheduler's cycles as a kplace plan: each pod on its node, a preemptor on the node it was
+    nominated to (kplace's plans place it there, as kube does in its next cycle) with its victims; pods that got
+    no cycle (gated) stay pending."""
+    by_pod = {c["pod"]: c for c in cycles}
+    plan = Plan(engine="kube-scheduler", seconds=seconds)
+    for pod in index.pending:
+        c = by_pod.get(pod.key)
+        if c is None:
+            plan.placements.append(Placement(pod.key, None, "no scheduling cycle (gated, or another scheduler's)",
+                                             pod.priority))
+            continue
+        node = c.get("node") or c.get("nominated")
+        plan.placements.append(Placement(pod.key, node, None if node else c.get("message"), pod.priority,
+                                         nominated=bool(c.get("nominated") and not c.get("node"))))
+        for victim in c.get("victims") or []:
+            v = index.pod_by_key.get(victim)
+            plan.evictions.append(Eviction(victim, node or "", pod.key, v.priority if v else 0, False))
+    return plan

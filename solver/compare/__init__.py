@@ -30,7 +30,7 @@ from ..framework.config import SchedulerConfig
 from ..framework.state import ClusterState
 from .metrics import SCORE_LIMIT, final_state, pending_shapes, plan_diff, plan_metrics
 
-__all__ = ["CompareOptions", "Comparison", "EngineRun", "run_compare"]
+__all__ = ["CompareOptions", "Comparison", "EngineRun", "KubeBaseline", "run_compare"]
 
 ENGINES = ("greedy", "cpsat")
 
@@ -204,13 +204,48 @@ def run_engine(index: ClusterIndex, config: SchedulerConfig, engine: str, opts: 
 # --- the comparison -------------------------------------------------------------------------------------------
 
 
+@dataclass
+class KubeBaseline:
+    """The real kube-scheduler as a third column: the state files it reads and the configuration file."""
+
+    states: list[str]
+    config: str | None = None
+
+
+def _kube_baseline(index, config, kube: KubeBaseline, runs: dict[str, EngineRun], shapes, opts: CompareOptions,
+                   progress: Progress | None) -> dict[str, Any]:
+    from ..oracle import oracle_plan, oracle_version, require_oracle, run_oracle
+    from ..verify import verify_plan
+
+    if progress:
+        progress("kube", {"type": "start", "elapsed": 0.0})
+    binary = require_oracle()
+    started = time.perf_counter()
+    plan = oracle_plan(index, run_oracle(kube.states, kube.config, binary=binary))
+    plan.seconds = time.perf_counter() - started
+    violations = verify_plan(index, plan)
+    figures = plan_metrics(index, config, plan, shapes, opts.score_limit, state=final_state(index, plan))
+    greedy = plan_diff(plan, runs["greedy"].plan)
+    disagree = [*greedy["placed_only_by_greedy"], *greedy["placed_only_by_cpsat"],
+                *(d["pod"] for d in greedy["different_node"])]
+    if progress:
+        progress("kube", {"type": "end", "elapsed": plan.seconds})
+    return {"version": oracle_version(binary), "engine_seconds": round(plan.seconds, 4), **figures,
+            "violations": [v.to_dict() for v in violations],
+            "greedy_agrees": not disagree, "greedy_disagrees_on": sorted(disagree),
+            # plan_diff's "greedy" side is kube's here: only_by_greedy = placed only by kube
+            "cpsat_vs_kube": plan_diff(plan, runs["cpsat"].plan)}
+
+
 def state_summary(index: ClusterIndex) -> dict[str, Any]:
     return {"nodes": len(index.nodes), "pods_bound": len(index.bound), "pods_pending": len(index.pending),
             "resources": list(index.resources)}
 
 
 def run_compare(index: ClusterIndex, config: SchedulerConfig, opts: CompareOptions | None = None,
-                progress: Progress | None = None) -> Comparison:
+                progress: Progress | None = None, kube: KubeBaseline | None = None) -> Comparison:
+    """Both engines on the state; with `kube`, the real kube-scheduler too (`solver.oracle`), as `data["kube"]`:
+    its figures, whether the greedy engine agrees with it pod by pod, and how CP-SAT's plan differs from it."""
     opts = opts or CompareOptions()
     runs = {engine: run_engine(index, config, engine, opts, progress) for engine in ENGINES}
     if progress:
@@ -227,6 +262,8 @@ def run_compare(index: ClusterIndex, config: SchedulerConfig, opts: CompareOptio
                         "timeline": [list(e) for e in run.timeline], "windows": run.plan.windows,
                         "warnings": list(run.plan.warnings)}
     data["diff"] = plan_diff(runs["greedy"].plan, runs["cpsat"].plan)
+    if kube is not None:
+        data["kube"] = _kube_baseline(index, config, kube, runs, shapes, opts, progress)
     if progress:
         progress("metrics", {"type": "end", "elapsed": 0.0})
     return Comparison(index, opts, runs, states, data)

@@ -36,7 +36,8 @@ def _progress_display(time_limit: float, enabled: bool):
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                         console=console, transient=True)
     tasks: dict[str, int] = {}
-    label = {"greedy": "greedy (kube-scheduler)", "cpsat": "CP-SAT", "metrics": "metrics and diff"}
+    label = {"greedy": "greedy (kube-scheduler)", "cpsat": "CP-SAT", "metrics": "metrics and diff",
+             "kube": "the real kube-scheduler (oracle)"}
 
     def update(engine: str, ev: dict) -> None:
         kind = ev["type"]
@@ -59,6 +60,37 @@ def _progress_display(time_limit: float, enabled: bool):
         yield update
 
 
+@contextmanager
+def _kube_states(state: tuple[str, ...], index, baseline: str):
+    """The files the real kube-scheduler reads: STATE as given, or the state read from the API written to a
+    temporary List. None unless the baseline is kube-scheduler (whose oracle must be built)."""
+    if baseline != "kube-scheduler":
+        yield None
+        return
+    import tempfile
+    from pathlib import Path
+
+    from kplace.instances.build import to_wire
+    from kplace.solver.output import dumps
+
+    from ..oracle import require_oracle
+    from . import KubeBaseline
+
+    require_oracle()  # says how to build it, before the engines run
+    config = click.get_current_context().params.get("config_path")
+    if state and "-" not in state:
+        yield KubeBaseline([str(Path(s)) for s in state], config)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "state.json"
+        snap = index.snapshot
+        items = [to_wire(o) for attr in ("namespaces", "priority_classes", "storage_classes", "pvs", "pvcs",
+                                         "csinodes", "services", "nodes", "pods", "pdbs")
+                 for o in getattr(snap, attr)]
+        path.write_text(dumps({"apiVersion": "v1", "kind": "List", "items": items}), encoding="utf-8")
+        yield KubeBaseline([str(path)], config)
+
+
 @click.command()
 @STATE_ARG
 @CPSAT_OPTS
@@ -67,11 +99,14 @@ def _progress_display(time_limit: float, enabled: bool):
 @OUTPUT_OPTS("table", "wide", "json", "yaml")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
               help="Write a self-contained HTML report (index.html, plots inline) and compare.json into this folder.")
+@click.option("--baseline", type=click.Choice(["greedy", "kube-scheduler"]), default="greedy", show_default=True,
+              help="kube-scheduler: also run the real kube-scheduler (oracle/bin/kube-oracle, `make -C oracle`) on "
+                   "the state, compare CP-SAT's plan with its placements and say whether the greedy engine agrees.")
 @KUBECONFIG_OPT
 @NAMESPACE_OPTS
 @CONTEXT_OPT
 def compare(state, time_limit, window, workers, objective, deterministic, config_path, seed, output, report_dir,
-            kubeconfig, context):
+            baseline, kubeconfig, context):
     """Run kube-scheduler's greedy loop and the CP-SAT engine on the same state and compare them side by side.
 
     Both plans are verified; every figure (pods placed per priority, pending reasons, nodes used, allocation,
@@ -84,6 +119,7 @@ def compare(state, time_limit, window, workers, objective, deterministic, config
       kplace compare state.json --time-limit 30 --report report/   # then open report/index.html
       kplace compare state.json --objective pack -o json > compare.json
       kplace compare --kubeconfig ~/.kube/config --context prod --report report/
+      kplace compare state.json --baseline kube-scheduler   # the real kube-scheduler as well (needs the oracle)
     """
     from ..output import write_data
     from . import CompareOptions, run_compare
@@ -94,8 +130,8 @@ def compare(state, time_limit, window, workers, objective, deterministic, config
     opts = CompareOptions(time_limit=time_limit, window=window, workers=workers, seed=seed, objective=objective,
                           deterministic=deterministic)
     started = time.perf_counter()
-    with _progress_display(time_limit, enabled=True) as progress:
-        cmp = run_compare(index, config, opts, progress)
+    with _kube_states(state, index, baseline) as kube, _progress_display(time_limit, enabled=True) as progress:
+        cmp = run_compare(index, config, opts, progress, kube)
     cmp.data["seconds"] = round(time.perf_counter() - started, 3)
     if report_dir:
         from .report import write_report

@@ -135,3 +135,24 @@ def render_comparison(data: dict[str, Any], limit: int | None = 20, console=None
     for e in ("greedy", "cpsat"):
         for w in data[e].get("warnings", []):
             console.print(f"[yellow]warning ({e}):[/] {w}", highlight=False)
+    if "kube" in data:
+        _render_kube(data, console, limit)
+
+
+def _render_kube(data: dict[str, Any], console, limit: int) -> None:
+    """The real kube-scheduler's placements beside both engines: agreement and what CP-SAT changes."""
+    k = data["kube"]
+    placed = k["placement"]["placed"]
+    console.print(f"[bold]the real kube-scheduler[/] ({k['version']}, oracle): {placed} pods placed, score measure "
+                  f"{k['score']['total']:,}; its plan {'verifies' if not k['violations'] else 'FAILS the verifier'}"
+                  f" ({len(k['violations'])} violations).", highlight=False)
+    if k["greedy_agrees"]:
+        console.print("the greedy engine agrees with it on every pod.")
+    else:
+        shown = ", ".join(k["greedy_disagrees_on"][:limit])
+        console.print(f"[yellow]the greedy engine disagrees with it on {len(k['greedy_disagrees_on'])} pods:[/] "
+                      f"{shown}", highlight=False)
+    d = k["cpsat_vs_kube"]
+    console.print(f"CP-SAT against it: {len(d['placed_only_by_cpsat'])} pods placed only by CP-SAT, "
+                  f"{len(d['placed_only_by_greedy'])} only by kube-scheduler, {len(d['different_node'])} on "
+                  f"different nodes; score measure {data['cpsat']['score']['total'] - k['score']['total']:+,}.")

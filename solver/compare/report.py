@@ -239,6 +239,24 @@ def _diff_html(diff: dict[str, Any], limit: int = 100) -> str:
     return "\n".join(parts)
 
 
+def _kube_html(data: dict[str, Any]) -> str:
+    """The real kube-scheduler's section (`--baseline kube-scheduler`): agreement with the greedy engine, and how
+    CP-SAT's plan differs from kube's."""
+    k = data.get("kube")
+    if not k:
+        return ""
+    agree = ("<p><b>The greedy engine agrees with the real kube-scheduler on every pod.</b></p>" if k["greedy_agrees"]
+             else f"<p><b>The greedy engine disagrees with the real kube-scheduler on {len(k['greedy_disagrees_on'])} "
+                  f"pods:</b> {html.escape(', '.join(k['greedy_disagrees_on'][:100]))}</p>")
+    d = k["cpsat_vs_kube"]
+    return (f"<h2>The real kube-scheduler ({html.escape(k['version'])})</h2>"
+            f"<p>{k['placement']['placed']} pods placed, score measure {k['score']['total']:,}; its plan "
+            f"{'verifies' if not k['violations'] else 'fails the verifier'}.</p>{agree}"
+            f"<p>CP-SAT against it: {len(d['placed_only_by_cpsat'])} pods placed only by CP-SAT, "
+            f"{len(d['placed_only_by_greedy'])} only by kube-scheduler, {len(d['different_node'])} on different nodes; "
+            f"score measure {data['cpsat']['score']['total'] - k['score']['total']:+,}.</p>")
+
+
 def build_html(cmp, title: str = "kplace compare") -> str:
     import matplotlib
 
@@ -269,6 +287,7 @@ computed from the two verified plans by one metrics module. Memory: {mem}. Full 
 {imgs}
 <h2>Differences between the plans</h2>
 {_diff_html(data['diff'])}
+{_kube_html(data)}
 {f'<h2>Warnings</h2><ul>{warnings}</ul>' if warnings else ''}
 </body></html>
 """

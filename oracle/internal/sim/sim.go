@@ -61,6 +61,7 @@ type Cycle struct {
 	Nominated      *string                     `json:"nominated"`
 	Victims        []string                    `json:"victims"`
 	Lockstep       bool                        `json:"lockstep"`
+	Seconds        float64                     `json:"seconds"` // the cycle's wall time, binding included
 }
 
 // ConfigError reports that the scheduler could not be built from the
@@ -156,11 +157,14 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 
 	enc := json.NewEncoder(opts.Out)
 	for i := 0; i < pending; i++ {
+		started := time.Now()
 		c, err := o.cycle(ctx)
 		if err != nil {
 			return err
 		}
-		if err := enc.Encode(o.output(i, c)); err != nil {
+		out := o.output(i, c)
+		out.Seconds = time.Since(started).Seconds()
+		if err := enc.Encode(out); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,122 @@
+"""The greedy engine against the real kube-scheduler (the oracle), cycle by cycle in lockstep: for every pod the
+same feasible nodes (in order), the same filter codes, plugins and reasons, the same scores per plugin and in total,
+the same tied top nodes, the same FitError message, the same nomination and victims (`solver.oracle.lockstep`).
+
+States: generated corner cases (`kplace generate corners`; KPLACE_CONFORMANCE_STATES of them, 2,000 by default)
+under the default profile and four others, the generated families at 100+ nodes (sampling), every shipped instance,
+and the real data in ../shared when it is there. One deliberate difference is switched off: kplace refuses to evict
+what a PodDisruptionBudget protects unless told to (`respect_pdbs=False`, the CLI's --allow-pdb-violations); kube
+does, as a last resort.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from kplace.instances.generators import DEFAULT_OPENB, generate
+from kplace.solver.cli import load_index
+from kplace.solver.oracle import lockstep, run_oracle
+from kplace.solver.output import dumps
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILES = sorted((Path(__file__).parent / "profiles").glob("*.yaml"))
+STATES = int(os.environ.get("KPLACE_CONFORMANCE_STATES", "2000"))
+PER_PROFILE = max(1, STATES // 20)
+SHIPPED = sorted(p for p in (ROOT / "instances").glob("*.json"))
+FAMILIES = [  # (workload, nodes, pods, params): 100+ nodes sample; the rest push preemption, spread and volumes
+    ("perf-basic", 300, 300, {}), ("perf-node-affinity", 300, 300, {}), ("perf-pod-affinity", 300, 300, {}),
+    ("perf-pod-anti-affinity", 300, 300, {}), ("perf-preferred-pod-affinity", 300, 300, {}),
+    ("perf-preferred-pod-anti-affinity", 300, 300, {}), ("perf-spread", 300, 300, {}),
+    ("perf-preferred-spread", 300, 300, {}), ("priority-overload", 100, 300, {}), ("dcm", 200, 300, {"fill": "50"}),
+    ("spread-zones", 60, 120, {}), ("fragmentation", 40, 100, {}), ("preferred-affinity", 20, 21, {}),
+    ("volumes", 12, 12, {}),
+]
+
+
+def _compare(paths: list[str], config: str | None, binary: Path):
+    real = run_oracle(paths, config=config, binary=binary)
+    index, cfg = load_index(tuple(paths), config)
+    return lockstep(index, cfg, real, respect_pdbs=False)
+
+
+def _check(jobs: list[tuple[list[str], str | None, str]], binary: Path, tally) -> None:
+    """Compare every job ((state files, config, label)), two at a time (the oracle runs beside the comparison),
+    and fail listing the first disagreements."""
+    failures: list[str] = []
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [(label, pool.submit(_compare, paths, config, binary)) for paths, config, label in jobs]
+        for label, fut in futures:
+            cmp = fut.result()
+            tally.states += 1
+            tally.cycles += cmp.cycles
+            tally.checks += cmp.checks
+            tally.disagreements += len(cmp.differences)
+            failures += [f"{label}: {d}" for d in cmp.differences[:3]]
+    assert not failures, f"{len(failures)} disagreements with kube-scheduler, first:\n" + "\n".join(failures[:20])
+
+
+def _corner_jobs(tmp: Path, seeds: range, config: Path | None) -> list[tuple[list[str], str | None, str]]:
+    jobs = []
+    for seed in seeds:
+        path = tmp / f"corners-{seed}.json"
+        path.write_text(dumps(generate("corners", seed=seed)), encoding="utf-8")
+        jobs.append(([str(path)], str(config) if config else None,
+                     f"corners seed {seed}{' with ' + config.name if config else ''}"))
+    return jobs
+
+
+def test_the_greedy_engine_agrees_with_kube_scheduler_on_every_generated_corner_state(oracle, tally, tmp_path):
+    for start in range(0, STATES, 250):  # in batches, so the files do not pile up
+        batch = tmp_path / f"b{start}"
+        batch.mkdir()
+        _check(_corner_jobs(batch, range(start, min(STATES, start + 250)), None), oracle, tally)
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=[p.stem for p in PROFILES])
+def test_the_greedy_engine_agrees_with_kube_scheduler_under_a_non_default_profile(oracle, tally, tmp_path, profile):
+    _check(_corner_jobs(tmp_path, range(10_000, 10_000 + PER_PROFILE), profile), oracle, tally)
+
+
+@pytest.mark.parametrize(("workload", "nodes", "pods", "params"), FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_the_greedy_engine_agrees_with_kube_scheduler_on_a_generated_family(oracle, tally, tmp_path, workload, nodes,
+                                                                           pods, params):
+    path = tmp_path / "state.json"
+    path.write_text(dumps(generate(workload, nodes=nodes, pods=pods, seed=1, params=params)), encoding="utf-8")
+    _check([([str(path)], None, workload)], oracle, tally)
+
+
+@pytest.mark.parametrize("instance", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_the_greedy_engine_agrees_with_kube_scheduler_on_a_shipped_instance(oracle, tally, instance):
+    _check([([str(instance)], None, instance.name)], oracle, tally)
+
+
+@pytest.mark.skipif(not DEFAULT_OPENB.is_dir(), reason="../shared/data is absent (a fresh clone): no real data")
+def test_the_greedy_engine_agrees_with_kube_scheduler_on_the_alibaba_openb_cluster(oracle, tally):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "openb.json"
+        path.write_text(dumps(generate("openb", pods=300, seed=0)), encoding="utf-8")
+        _check([([str(path)], None, "openb (1,523 real nodes, 300 real pods)")], oracle, tally)
+
+
+def test_the_oracle_links_the_kube_scheduler_release_kplace_says_it_reproduces(oracle):
+    from kplace.solver import KUBE_SCHEDULER
+    from kplace.solver.oracle import oracle_version
+
+    assert oracle_version(oracle) == KUBE_SCHEDULER
+
+
+@pytest.mark.parametrize("workload", ["perf-basic", "perf-preferred-spread", "perf-preferred-pod-anti-affinity"])
+def test_without_lockstep_the_greedy_engine_breaks_ties_between_top_nodes_as_kube_does(oracle, tmp_path, workload):
+    from kplace.solver.trace import trace
+
+    path = tmp_path / "state.json"
+    path.write_text(dumps(generate(workload, nodes=200, pods=200, seed=2)), encoding="utf-8")
+    real = run_oracle([str(path)], binary=oracle)
+    index, cfg = load_index((str(path),), None)
+    mine = list(trace(index, cfg))
+    assert sum(len(c["top"]) > 1 for c in real) > 10  # ties are there to break
+    assert [(c["pod"], c["node"]) for c in mine] == [(c["pod"], c["node"]) for c in real]
