@@ -32,8 +32,9 @@ import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.plan import Eviction, Placement, Plan
 
+from .framework.batch import Batch, NodeHeap, signable_profile, signature
 from .framework.config import NOT_IMPLEMENTED, Profile, SchedulerConfig, default_config
-from .framework.plugin import Code, CycleState, FilterResult
+from .framework.plugin import STATE_DEPENDENT_PREFILTER, Code, CycleState, FilterResult
 from .framework.runtime import (
     FilterOutcome,
     PreFilterOutcome,
@@ -104,6 +105,8 @@ class Tracer(Protocol):
     def scored(self, nodes: np.ndarray, weighted: dict[str, np.ndarray], totals: np.ndarray) -> None: ...
     def failed(self, message: str) -> None:
         """The FitError message of a pod that preemption then nominated (its attempt carries none)."""
+    def hinted(self, node: int) -> None:
+        """OpportunisticBatching's hint for this cycle (tried alone before the walk)."""
     def choose_candidate(self, tied: list[int]) -> int | None:
         """One of the preemption candidates tied at the best (node ids) to take instead of the first, or None."""
     def choose(self, top: np.ndarray) -> int | None:
@@ -127,6 +130,7 @@ class GreedyScheduler:
         preemption: bool = True,
         respect_pdbs: bool = True,
         explain: bool = True,
+        batching: bool = True,
     ) -> None:
         if tie_break not in ("order", "random"):
             raise ValueError(f"tie_break must be 'order' or 'random', got {tie_break!r}")
@@ -151,6 +155,9 @@ class GreedyScheduler:
             if nnn and nnn in index.node_id and self.state.pod_node[p.idx] < 0:
                 self._add_nomination(p, index.node_id[nnn])
         self._retry: list[PodInfo] = []  # pods this scheduler nominated, for their second cycle (`finish`)
+        self.cycles = 0
+        self.batching = batching  # kube's OpportunisticBatching (on by default since 1.35)
+        self._batches: dict[str, Batch | None] = {}
 
     # --- one pod ----------------------------------------------------------------------------------
 
@@ -181,7 +188,7 @@ class GreedyScheduler:
         while done < n and not stopped:
             part = walk[done : done + chunk]
             out = run_filters(profile, self.state, pod, cycle, part, skipped)
-            self.filter_with_nominated(profile, pod, part, out, skipped)
+            self.filter_with_nominated(profile, pod, part, out, skipped, cycle)
             ok_pos = np.flatnonzero(out.code == 0)
             processed_here = len(part)
             if found + len(ok_pos) > want:  # kube stops when it finds one feasible node more than it needs
@@ -225,30 +232,40 @@ class GreedyScheduler:
         if node is not None:
             self.nominated[node] = [q for q in self.nominated[node] if q.idx != pod.idx]
 
+    def nominated_on(self, pod: PodInfo, node: int) -> list[PodInfo]:
+        """The pods nominated to `node` that `pod`'s filters must count: of at least its priority, not itself."""
+        return [q for q in self.nominated.get(node, ()) if q.idx != pod.idx and q.priority >= pod.priority
+                and self.state.pod_node[q.idx] < 0]
+
     def filter_with_nominated(self, profile: Profile, pod: PodInfo, nodes: np.ndarray, out: FilterOutcome,
-                              skipped: set[str]) -> None:
+                              skipped: set[str], cycle: CycleState | None = None) -> None:
         """kube's RunFilterPluginsWithNominatedPods on the nodes of `out` that hold nominated pods of at least the
         pod's priority: the filters run first with those pods added to the node (PreFilter state included), then,
         if that passes, without them (`out`, computed already); the first failure is the node's status. Plugins
         whose PreFilter skipped without the nominated pods (`skipped`) stay skipped: kube adds the pods to the
         PreFilter state of the plugins that did not skip, so a nominated pod's own anti-affinity is not seen
-        when no running pod's made InterPodAffinity run."""
+        when no running pod's made InterPodAffinity run. When no active PreFilter reads other pods, `cycle` (the
+        one without them) serves as it is."""
         if not self.nominated:
             return
+        active = {p.name for p in profile.at("preFilter")} - skipped
+        reuse = cycle if cycle is not None and not active & STATE_DEPENDENT_PREFILTER else None
         for i in range(len(nodes)):
             n = int(nodes[i])
-            others = [q for q in self.nominated.get(n, ()) if q.idx != pod.idx and q.priority >= pod.priority
-                      and self.state.pod_node[q.idx] < 0]
+            others = self.nominated_on(pod, n)
             if not others:
                 continue
             for q in others:
                 self.state.assume(q, n)
             try:
-                cycle = CycleState()
-                pre = run_pre_filter(profile, self.state, pod, cycle)
-                if pre.code != Code.SUCCESS:
-                    continue  # kube adds the pods through PreFilter extensions, which never reject: keep the node
-                added = run_filters(profile, self.state, pod, cycle, nodes[i : i + 1], skipped | pre.skipped)
+                with_them, pre_skipped = reuse, set()
+                if with_them is None:
+                    with_them = CycleState()
+                    pre = run_pre_filter(profile, self.state, pod, with_them)
+                    if pre.code != Code.SUCCESS:
+                        continue  # kube adds the pods through PreFilter extensions, which never reject: keep it
+                    pre_skipped = pre.skipped
+                added = run_filters(profile, self.state, pod, with_them, nodes[i : i + 1], skipped | pre_skipped)
             finally:
                 for q in others:
                     self.state.forget(q)
@@ -300,20 +317,36 @@ class GreedyScheduler:
             msg = fit_error_message(self.n_nodes, Counter(), pre.reason)
             return self._post_filter(profile, pod, msg, None, pre.absent_reason, pre_filter_rejected=True)
 
+        self.cycles += 1  # kube's CurrentCycle
+        batch = self._batch(profile)
+        sig = hint = None
+        if batch is not None:
+            sig = signature(profile, pod, tuple(self.index.pod_req[pod.idx].tolist()))
+            hint = self._node_hint(batch, profile, pod, cycle, pre, sig)
+            if self.tracer is not None and hint is not None:
+                self.tracer.hinted(hint)
         nominated = self.nominated_node.get(pod.idx)
-        if nominated is not None:
-            one = np.array([nominated], dtype=np.int64)
+        first = nominated if nominated is not None else hint  # kube tries the nominated node, else the hint, alone
+        failed_first = None
+        if first is not None:
+            one = np.array([first], dtype=np.int64)
             if pre.nodes is None or one[0] in pre.nodes:
                 out = run_filters(profile, state, pod, cycle, one, pre.skipped)
-                self.filter_with_nominated(profile, pod, one, out, pre.skipped)
+                self.filter_with_nominated(profile, pod, one, out, pre.skipped, cycle)
                 if out.code[0] == 0:
                     if self.tracer is not None:
                         self.tracer.filtered(out, one)
-                    return self._place(profile, pod, int(one[0]))
+                    if batch is not None:
+                        batch.store(self.cycles, sig, hint, first, None)
+                    return self._place(profile, pod, first)
+                failed_first = first
 
         order = self.index.tree_order
         nodes = pre.candidates(order)
+        start = self.next_start % max(1, len(nodes))
         feasible, outcome, processed = self.feasible_nodes(profile, pod, cycle, nodes, pre.skipped)
+        if failed_first is not None and failed_first not in nodes[(start + np.arange(processed)) % len(nodes)]:
+            processed += 1  # kube's diagnosis keeps the first node's status, and counts it as evaluated
         # kube counts evaluated nodes (feasible + rejected) and rotates over all nodes.
         self.next_start = (self.next_start + processed) % max(1, self.n_nodes)
         if len(feasible) == 0:
@@ -327,13 +360,39 @@ class GreedyScheduler:
             return self._post_filter(profile, pod, msg, outcome, pre.absent_reason)
         if len(feasible) == 1:
             choice = int(feasible[0])
+            if batch is not None:
+                batch.store(self.cycles, sig, hint, choice, None)
         else:
             per_plugin, totals = run_scores(profile, state, pod, cycle, feasible)
             if self.tracer is not None:
                 self.tracer.scored(feasible, {k: v * profile.weights.get(k, 1) for k, v in per_plugin.items()},
                                    totals)
             choice = int(feasible[self.select(totals)])
+            if batch is not None:  # kube keeps the scored nodes as a heap, its own choice popped
+                rest = NodeHeap(feasible.tolist(), totals.tolist())
+                batch.store(self.cycles, sig, hint, rest.pop(), rest)
         return self._place(profile, pod, choice)
+
+    def _batch(self, profile: Profile) -> Batch | None:
+        """The profile's OpportunisticBatching state (`framework.batch`); None when it does not batch."""
+        if not self.batching:
+            return None
+        if profile.scheduler_name not in self._batches:
+            ok = signable_profile(profile, self.config.extenders)
+            self._batches[profile.scheduler_name] = Batch() if ok else None
+        return self._batches[profile.scheduler_name]
+
+    def _node_hint(self, batch: Batch, profile: Profile, pod: PodInfo, cycle: CycleState, pre, sig) -> int | None:
+        """kube's GetNodeHint: the stored heap's next node, when this is the cycle right after the one that stored
+        it, the signatures match and the node the last pod took no longer passes this pod's filters."""
+        if batch.heap is None or not len(batch.heap) or self.cycles != batch.last_cycle + 1:
+            return None
+        if sig is None or sig != batch.signature:
+            return None
+        last = np.array([batch.last_node], dtype=np.int64)
+        if run_filters(profile, self.state, pod, cycle, last, pre.skipped).code[0] == 0:
+            return None  # the last node could take this pod too: its score moved, the heap is stale
+        return batch.heap.pop()
 
     def _place(self, profile: Profile, pod: PodInfo, node: int) -> Attempt:
         """kube's assume (which also drops the pod's nomination) and Reserve."""

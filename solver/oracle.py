@@ -81,7 +81,8 @@ class Comparison:
     differences: list[str] = field(default_factory=list)
 
 
-FIELDS = ("feasible", "scores", "plugin_scores", "top", "filters", "prefilter", "message", "nominated", "victims")
+FIELDS = ("hint", "feasible", "scores", "plugin_scores", "top", "filters", "prefilter", "message", "nominated",
+          "victims")
 
 
 def lockstep(index: ClusterIndex, config: SchedulerConfig | None, real: list[dict[str, Any]], *,

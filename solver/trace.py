@@ -27,7 +27,7 @@ class _Cycle:
     def __init__(self, names: list[str], follow: str | None) -> None:
         self.names, self.follow = names, follow
         self.record: dict[str, Any] = {"feasible": [], "scores": {}, "plugin_scores": {}, "top": [], "filters": {},
-                                       "prefilter": None, "evaluated": 0, "lockstep": False}
+                                       "prefilter": None, "evaluated": 0, "lockstep": False, "hint": None}
         self._scored: np.ndarray | None = None
 
     def pre_filtered(self, outcome: PreFilterOutcome) -> None:
@@ -53,6 +53,9 @@ class _Cycle:
 
     def failed(self, message: str) -> None:
         self.record["message"] = message
+
+    def hinted(self, node: int) -> None:
+        self.record["hint"] = self.names[node]
 
     def choose_candidate(self, tied: list[int]) -> int | None:
         names = [self.names[n] for n in tied]

@@ -25,6 +25,11 @@ from kplace.models.index import PodInfo
 
 from .state import ClusterState
 
+# Plugins whose PreFilter reads other pods: adding or removing a pod changes their PreFilter state, which kube
+# updates through AddPod/RemovePod and kplace recomputes.
+STATE_DEPENDENT_PREFILTER = frozenset({"InterPodAffinity", "PodTopologySpread", "VolumeRestrictions", "VolumeBinding",
+                                       "NodeVolumeLimits"})
+
 
 class Code(IntEnum):
     SUCCESS = 0

@@ -120,3 +120,16 @@ def test_without_lockstep_the_greedy_engine_breaks_ties_between_top_nodes_as_kub
     mine = list(trace(index, cfg))
     assert sum(len(c["top"]) > 1 for c in real) > 10  # ties are there to break
     assert [(c["pod"], c["node"]) for c in mine] == [(c["pod"], c["node"]) for c in real]
+
+
+@pytest.mark.parametrize(("workload", "nodes", "pods"), [("dcm", 200, 300), ("priority-overload", 100, 300)])
+def test_opportunistic_batching_hints_the_same_nodes_as_kube_where_the_profile_lets_pods_be_signed(
+        oracle, tally, tmp_path, workload, nodes, pods):
+    from kplace.solver.trace import trace
+
+    profile = Path(__file__).parent / "profiles" / "batching.yaml"
+    path = tmp_path / "state.json"
+    path.write_text(dumps(generate(workload, nodes=nodes, pods=pods, seed=0)), encoding="utf-8")
+    _check([([str(path)], str(profile), f"{workload} with batching")], oracle, tally)
+    index, cfg = load_index((str(path),), str(profile))
+    assert sum(c["hint"] is not None for c in trace(index, cfg)) > 5  # the batching path did run

@@ -27,7 +27,7 @@ import (
 )
 
 const usage = `usage:
-  kube-oracle schedule STATE... [--config FILE] [--lockstep PLAN] [--feature-gates K=V,...] [--parallelism N] [--timeout D] [-v N]
+  kube-oracle schedule STATE... [--config FILE] [--lockstep PLAN] [--feature-gates K=V,...] [--parallelism N] [--no-record] [--timeout D] [-v N]
   kube-oracle version
 `
 
@@ -99,6 +99,7 @@ func schedule(args []string, stdout io.Writer) error {
 	planFile := fs.String("lockstep", "", "kplace plan JSON to follow when kube ties")
 	gates := fs.String("feature-gates", "", "feature gates, e.g. OpportunisticBatching=false")
 	par := fs.Int("parallelism", 1, "scheduler parallelism (1 = deterministic evaluation order; 0 = from config)")
+	noRecord := fs.Bool("no-record", false, "report only choices and timings, not filters and scores (for speed)")
 	timeout := fs.Duration("timeout", 0, "bound for every wait (default 60s)")
 	verbosity := fs.Int("v", -1, "klog verbosity (default: logging off)")
 
@@ -142,7 +143,8 @@ func schedule(args []string, stdout io.Writer) error {
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	ctx := klog.NewContext(context.Background(), klog.Background())
-	err = sim.Run(ctx, st, sim.Options{Config: cfg, Plan: plan, Parallelism: int32(*par), Out: out, Timeout: *timeout})
+	err = sim.Run(ctx, st, sim.Options{Config: cfg, Plan: plan, Parallelism: int32(*par), Out: out, Timeout: *timeout,
+		NoRecord: *noRecord})
 	var ce *sim.ConfigError
 	if errors.As(err, &ce) {
 		name := *configFile

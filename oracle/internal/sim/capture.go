@@ -32,14 +32,15 @@ func statusJSON(s *fwk.Status) *StatusJSON {
 
 // capture is everything recorded during the cycle of one pod.
 type capture struct {
-	mu     sync.Mutex
-	uid    types.UID
-	pod    *v1.Pod
-	key    string
-	prof   string
-	hint   string
-	filter map[string]*StatusJSON // failed nodes only
-	passed []string               // nodes that passed all filters, call order
+	mu         sync.Mutex
+	uid        types.UID
+	pod        *v1.Pod
+	key        string
+	prof       string
+	scheduling float64 // seconds ScheduleOne took
+	hint       string
+	filter     map[string]*StatusJSON // failed nodes only
+	passed     []string               // nodes that passed all filters, call order
 
 	prefilter      *StatusJSON
 	prefilterNodes []string

@@ -40,6 +40,9 @@ type Options struct {
 	Out         io.Writer
 	// Timeout bounds every wait (informer sync, binding, preemption).
 	Timeout time.Duration
+	// NoRecord leaves the profiles' frameworks unwrapped: only the chosen node, the nomination, the victims and
+	// the timings are reported (for measuring the scheduler's own speed).
+	NoRecord bool
 }
 
 // Cycle is one line of output.
@@ -61,7 +64,8 @@ type Cycle struct {
 	Nominated      *string                     `json:"nominated"`
 	Victims        []string                    `json:"victims"`
 	Lockstep       bool                        `json:"lockstep"`
-	Seconds        float64                     `json:"seconds"` // the cycle's wall time, binding included
+	Seconds        float64                     `json:"seconds"`          // the cycle's wall time, binding included
+	ScheduleSecs   float64                     `json:"schedule_seconds"` // ScheduleOne: the scheduling cycle alone
 }
 
 // ConfigError reports that the scheduler could not be built from the
@@ -164,6 +168,7 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 		}
 		out := o.output(i, c)
 		out.Seconds = time.Since(started).Seconds()
+		out.ScheduleSecs = c.scheduling
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
@@ -176,7 +181,9 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 func (o *Oracle) wrap() {
 	s := o.sched
 	for name, f := range s.Profiles {
-		s.Profiles[name] = &recordingFramework{Framework: f, o: o}
+		if !o.opts.NoRecord {
+			s.Profiles[name] = &recordingFramework{Framework: f, o: o}
+		}
 	}
 
 	nextPod := s.NextPod
@@ -332,12 +339,17 @@ func (o *Oracle) cycle(ctx context.Context) (*capture, error) {
 		fmt.Fprintln(os.Stderr, "kube-oracle: error: timed out waiting for a pod to schedule")
 		os.Exit(1)
 	})
+	started := time.Now()
 	o.sched.ScheduleOne(ctx)
+	scheduling := time.Since(started).Seconds()
 	watchdog.Stop()
 	c := o.current()
 	if c == nil {
 		return nil, fmt.Errorf("scheduling queue returned no pod")
 	}
+	c.mu.Lock()
+	c.scheduling = scheduling
+	c.mu.Unlock()
 	// Binding runs asynchronously: wait for the bind (confirmed in the cache)
 	// or for the failure handler.
 	if err := o.waitFor(ctx, "binding of "+c.key, func() bool {

@@ -30,7 +30,7 @@ from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.selectors import Selector
 
 from ...framework.config import Profile
-from ...framework.plugin import Code, CycleState
+from ...framework.plugin import STATE_DEPENDENT_PREFILTER, Code, CycleState
 from ...framework.runtime import FilterOutcome, fit_error_message, run_filters, run_pre_filter
 
 if TYPE_CHECKING:
@@ -94,12 +94,6 @@ def matching_pdbs(index: ClusterIndex, pod: PodInfo) -> list[int]:
     return [i for i, c in enumerate(compiled) if c is not None and c[0] == pod.namespace and c[1].matches(pod.labels)]
 
 
-# Plugins whose PreFilter reads other pods: with any of them active, removing or adding a victim changes
-# the PreFilter state, which kube updates through AddPod/RemovePod and kplace recomputes.
-STATE_DEPENDENT_PREFILTER = {"InterPodAffinity", "PodTopologySpread", "VolumeRestrictions", "VolumeBinding",
-                             "NodeVolumeLimits"}
-
-
 class _Fits:
     """Does the preemptor pass the filters on a node in the current (victim-adjusted) state?
 
@@ -112,6 +106,33 @@ class _Fits:
         self.pre = run_pre_filter(profile, sched.state, pod, self.cycle)
         active = {p.name for p in profile.at("preFilter")} - self.pre.skipped
         self.reuse = not (active & STATE_DEPENDENT_PREFILTER)
+
+    def without(self, node: int, lower: list[PodInfo]) -> list[str]:
+        """The filters' reasons on the node with `lower` gone (restored after)."""
+        state = self.sched.state
+        for p in lower:
+            state.forget(p)
+        try:
+            return self(node)
+        finally:
+            for p in lower:
+                state.assume(p, node)
+
+    def fit_reasons(self, fit, node: int, lower: list[PodInfo]) -> list[str]:
+        """NodeResourcesFit's reasons on the node with `lower` gone and the pods nominated there added."""
+        state = self.sched.state
+        nominated = self.sched.nominated_on(self.pod, node)
+        for p in lower:
+            state.forget(p)
+        for q in nominated:
+            state.assume(q, node)
+        try:
+            return fit.filter(state, self.pod, self.cycle, np.array([node], dtype=np.int64)).reasons_of(0)
+        finally:
+            for q in nominated:
+                state.forget(q)
+            for p in lower:
+                state.assume(p, node)
 
     def __call__(self, node: int) -> list[str]:
         """The reasons the pod does not fit on the node ([] when it fits)."""
@@ -126,17 +147,19 @@ class _Fits:
             return [pre.absent_reason]
         one = np.array([node], dtype=np.int64)
         out = run_filters(self.profile, self.sched.state, self.pod, cycle, one, pre.skipped)
-        self.sched.filter_with_nominated(self.profile, self.pod, one, out, pre.skipped)  # as kube's dry run does
+        self.sched.filter_with_nominated(self.profile, self.pod, one, out, pre.skipped, cycle)  # kube's dry run
         return out.reasons(0) if out.code[0] != 0 else []
 
 
-def _could_fit_without(sched: GreedyScheduler, pod: PodInfo, node: int, lower: list[PodInfo]) -> bool:
-    """A necessary condition, cheap: with every lower-priority pod gone, the requests and pod slot fit."""
+def _could_fit_without(sched: GreedyScheduler, pod: PodInfo, node: int, lower: list[PodInfo],
+                       nominated: list[PodInfo] = ()) -> bool:
+    """A necessary condition, cheap: with every lower-priority pod gone (and the pods nominated there that its
+    filters count), the requests and pod slot fit."""
     index, state = sched.index, sched.state
-    freed = index.pod_req[[p.idx for p in lower]].sum(axis=0)
+    freed = index.pod_req[[p.idx for p in lower]].sum(axis=0) - index.pod_req[[p.idx for p in nominated]].sum(axis=0)
     free = index.alloc[node] - state.requested[node] + freed
     req = index.pod_req[pod.idx]
-    slots = index.max_pods[node] - state.pod_count[node] + len(lower)
+    slots = index.max_pods[node] - state.pod_count[node] + len(lower) - len(nominated)
     return bool(slots >= 1 and np.all((req <= 0) | (req <= free)))
 
 
@@ -158,15 +181,20 @@ def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[Pod
 
 
 def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int,
-                   fits: _Fits) -> tuple[Candidate | None, list[str]]:
+                   fits: _Fits, decided_by_fit: bool = False) -> tuple[Candidate | None, list[str]]:
     """kube's SelectVictimsOnNode: the candidate, or None and the reasons the node cannot help (the filters'
     with every lower-priority pod gone, or "No preemption victims found" when there is none to remove)."""
     state = sched.state
     lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
     if not lower:
         return None, [NO_VICTIMS]
-    if not sched.explain and not _could_fit_without(sched, pod, node, lower):
-        return None, [NO_VICTIMS]  # the requests cannot fit even with every lower-priority pod gone (no reasons)
+    if not _could_fit_without(sched, pod, node, lower, sched.nominated_on(pod, node)):
+        # the requests cannot fit even with every lower-priority pod gone: when NodeResourcesFit decided the node
+        # (every filter before it passed, and removing pods only relaxes them), its reasons are the filters'
+        fit = next((p for p in profile.at("filter") if p.name == "NodeResourcesFit"), None)
+        if not sched.explain or fit is None or not decided_by_fit:
+            return None, [NO_VICTIMS] if not sched.explain else fits.without(node, lower)
+        return None, fits.fit_reasons(fit, node, lower)
     for p in lower:
         state.forget(p)
     try:
@@ -177,12 +205,14 @@ def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node:
         violating, ok = _split_by_pdb(sched, lower)
         victims: list[PodInfo] = []
         violating_ids: set[int] = set()
+        nominated = sched.nominated_on(pod, node)
         for group, is_violating in ((violating, True), (ok, False)):
             for p in group:
                 state.assume(p, node)
-                # Adding p back: if the requests no longer fit, NodeResourcesFit rejects for sure, so p is a
-                # victim without running the filters; otherwise the filters decide.
-                if _could_fit_without(sched, pod, node, []) and not fits(node):
+                # Adding p back: if the requests no longer fit (with the nominated pods the filters count),
+                # NodeResourcesFit rejects for sure, so p is a victim without running the filters; otherwise the
+                # filters decide.
+                if _could_fit_without(sched, pod, node, [], nominated) and not fits(node):
                     continue
                 state.forget(p)
                 victims.append(p)
@@ -225,9 +255,11 @@ def preempt(
     fits = _Fits(sched, profile, pod)
     candidates: list[Candidate] = []
     non_violating = 0
+    fit_index = outcome.plugins.index("NodeResourcesFit") if outcome and "NodeResourcesFit" in outcome.plugins else -2
+    decided = dict(zip(outcome.nodes.tolist(), (outcome.plugin == fit_index).tolist(), strict=True)) if outcome else {}
     for k in range(n):
         node = potential[(offset + k) % n]
-        cand, reasons = select_victims(sched, profile, pod, node, fits)
+        cand, reasons = select_victims(sched, profile, pod, node, fits, decided.get(node, False))
         if cand is None or not cand.victims:
             for text in reasons or [NO_VICTIMS]:
                 statuses[text] += 1
