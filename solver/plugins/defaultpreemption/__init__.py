@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from ...greedy import GreedyScheduler
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+# Filters whose verdict on a node reads no other pod (so removing victims or adding nominated pods cannot change it)
+POD_INDEPENDENT_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
 NO_VICTIMS = "No preemption victims found for incoming pod"
 PDB_PROTECTED = "preemption would violate a PodDisruptionBudget"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -106,6 +108,16 @@ class _Fits:
         self.pre = run_pre_filter(profile, sched.state, pod, self.cycle)
         active = {p.name for p in profile.at("preFilter")} - self.pre.skipped
         self.reuse = not (active & STATE_DEPENDENT_PREFILTER)
+        self.passed: dict[int, frozenset[str]] = {}  # node → pod-independent filters it passed in the cycle
+
+    def note_passed(self, outcome: FilterOutcome) -> None:
+        """From the cycle's outcome: per node, the pod-independent filters before its deciding one."""
+        order = [p.name for p in self.profile.at("filter")]
+        for node, k in zip(outcome.nodes.tolist(), outcome.plugin.tolist(), strict=True):
+            if k >= 0:
+                name = outcome.plugins[k]
+                before = order[: order.index(name)] if name in order else []
+                self.passed[node] = frozenset(n for n in before if n in POD_INDEPENDENT_FILTERS)
 
     def without(self, node: int, lower: list[PodInfo]) -> list[str]:
         """The filters' reasons on the node with `lower` gone (restored after)."""
@@ -135,7 +147,8 @@ class _Fits:
                 state.assume(p, node)
 
     def __call__(self, node: int) -> list[str]:
-        """The reasons the pod does not fit on the node ([] when it fits)."""
+        """The reasons the pod does not fit on the node ([] when it fits). Filters that read no other pod and
+        already passed on this node (`passed`) cannot change their verdict when pods come and go: not re-run."""
         if self.reuse:
             cycle, pre = self.cycle, self.pre
         else:
@@ -146,8 +159,9 @@ class _Fits:
         if pre.nodes is not None and node not in pre.nodes:
             return [pre.absent_reason]
         one = np.array([node], dtype=np.int64)
-        out = run_filters(self.profile, self.sched.state, self.pod, cycle, one, pre.skipped)
-        self.sched.filter_with_nominated(self.profile, self.pod, one, out, pre.skipped, cycle)  # kube's dry run
+        skipped = pre.skipped | self.passed.get(node, frozenset())
+        out = run_filters(self.profile, self.sched.state, self.pod, cycle, one, skipped)
+        self.sched.filter_with_nominated(self.profile, self.pod, one, out, skipped, cycle)  # kube's dry run
         return out.reasons(0) if out.code[0] != 0 else []
 
 
@@ -253,6 +267,8 @@ def preempt(
     want = min(n, max(n * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
     offset = int(sched.rng.integers(n)) if sched.tie_break == "random" else 0
     fits = _Fits(sched, profile, pod)
+    if outcome is not None:
+        fits.note_passed(outcome)
     candidates: list[Candidate] = []
     non_violating = 0
     fit_index = outcome.plugins.index("NodeResourcesFit") if outcome and "NodeResourcesFit" in outcome.plugins else -2
