@@ -1,0 +1,81 @@
+"""OpportunisticBatching's pieces (`framework.batch`) and the greedy engine's use of them, without the oracle (the
+differential tests check the same against the real kube-scheduler)."""
+
+from __future__ import annotations
+
+import heapq
+import random
+
+import pytest
+from kplace.models.index import ClusterIndex
+from kplace.solver.framework.batch import NodeHeap, signable_profile, signature
+from kplace.solver.framework.config import default_config, parse_config
+from kplace.solver.greedy import GreedyScheduler, heap_preorder_rank
+from kplace.solver.testing import build_snapshot, node, pod
+
+NO_SPREAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+             "profiles": [{"schedulerName": "default-scheduler",
+                           "plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}]}}}]}
+
+
+def _index(*objs) -> ClusterIndex:
+    return ClusterIndex(build_snapshot(list(objs)))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_node_heap_pops_the_highest_total_first_and_its_first_pop_is_kubes_selected_node(seed):
+    rng = random.Random(seed)
+    totals = [rng.choice([3, 5, 5, 7, 7, 7]) for _ in range(rng.randint(1, 40))]
+    heap = NodeHeap(list(range(len(totals))), totals)
+    rank = heap_preorder_rank(len(totals))
+    best = max(totals)
+    assert heap.pop() == min((i for i, t in enumerate(totals) if t == best), key=lambda i: rank[i])
+    popped = [totals[heap.pop()] for _ in range(len(totals) - 1)]
+    assert popped == sorted(popped, reverse=True) == heapq.nlargest(len(popped), popped)
+
+
+def test_no_pod_is_signed_under_the_default_profile_whose_system_spread_defaults_are_unsignable():
+    index = _index(node("n1"), pod("p", cpu="1"))
+    profile = default_config().profile_for("default-scheduler")
+    assert signable_profile(profile, [])
+    assert signature(profile, index.pending[0], (1000, 0, 0)) is None
+
+
+def test_without_spread_identical_pods_share_a_signature_and_any_scheduling_difference_breaks_it():
+    index = _index(node("n1"), pod("a", cpu="1", labels={"app": "x"}), pod("b", cpu="1", labels={"app": "x"}),
+                   pod("c", cpu="1", labels={"app": "y"}),
+                   pod("d", cpu="1", labels={"app": "x"}, spec={"nodeSelector": {"disk": "ssd"}}),
+                   pod("e", cpu="1", labels={"app": "x"}, spec={"affinity": {"podAntiAffinity": {
+                       "requiredDuringSchedulingIgnoredDuringExecution": [
+                           {"topologyKey": "kubernetes.io/hostname", "labelSelector": {}}]}}}))
+    profile = parse_config(NO_SPREAD).profile_for("default-scheduler")
+    sig = {p.name: signature(profile, p, tuple(index.pod_req[p.idx].tolist())) for p in index.pending}
+    assert sig["a"] is not None and sig["a"] == sig["b"]
+    assert len({sig["a"], sig["c"], sig["d"]}) == 3  # labels (InterPodAffinity) and the node selector count
+    assert sig["e"] is None  # pod anti-affinity cannot be signed
+
+
+def test_once_the_last_node_is_full_a_batch_takes_the_next_node_of_the_previous_cycles_heap():
+    objs = [node(f"n{i}", cpu="4", memory="8Gi") for i in range(6)]
+    objs += [pod(f"big-{i}", cpu="3", memory="1Gi") for i in range(4)]
+    index = _index(*objs)
+    config = parse_config(NO_SPREAD)
+    heap = NodeHeap(list(range(6)), [1] * 6)  # six equal nodes: Go's heap pops n0, then n5, n4, n3
+    expected = [index.node_names[heap.pop()] for _ in range(4)]
+    assert [p.node for p in GreedyScheduler(index, config).run().placements] == expected == ["n0", "n5", "n4", "n3"]
+    # a full cycle each time takes the first top node in heap preorder of the new feasible list instead
+    without = GreedyScheduler(index, config, batching=False).run()
+    assert [p.node for p in without.placements] == ["n0", "n1", "n2", "n3"]
+
+
+def test_a_nominated_pod_counts_in_the_filters_of_lower_priority_pods_only_and_never_in_scores():
+    index = _index(node("n1", cpu="2", memory="4Gi"), node("n2", cpu="2", memory="4Gi"),
+                   pod("nominee", cpu="2", memory="1Gi", priority=100),
+                   pod("low", cpu="1", memory="1Gi", priority=10), pod("high", cpu="1", memory="1Gi", priority=500))
+    sched = GreedyScheduler(index)
+    nominee, low, high = (index.pod_by_key[f"default/{n}"] for n in ("nominee", "low", "high"))
+    sched._add_nomination(nominee, index.node_id["n1"])
+    assert sched.schedule_one(low).node == index.node_id["n2"]  # n1 is taken by the nomination for it
+    sched.state.forget(low)
+    sched.cycles = 0
+    assert sched.schedule_one(high).node is not None  # a higher-priority pod ignores the nomination
