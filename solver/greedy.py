@@ -308,6 +308,7 @@ class GreedyScheduler:
             ok, msg = plugin.pre_enqueue(pod)
             if not ok:
                 return Attempt(None, msg)
+        self.cycles += 1  # kube's CurrentCycle: every popped pod, whatever becomes of it
         state = self.state
         cycle = CycleState()
         pre = run_pre_filter(profile, state, pod, cycle)
@@ -317,7 +318,6 @@ class GreedyScheduler:
             msg = fit_error_message(self.n_nodes, Counter(), pre.reason)
             return self._post_filter(profile, pod, msg, None, pre.absent_reason, pre_filter_rejected=True)
 
-        self.cycles += 1  # kube's CurrentCycle
         batch = self._batch(profile)
         sig = hint = None
         if batch is not None:

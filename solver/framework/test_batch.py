@@ -79,3 +79,14 @@ def test_a_nominated_pod_counts_in_the_filters_of_lower_priority_pods_only_and_n
     sched.state.forget(low)
     sched.cycles = 0
     assert sched.schedule_one(high).node is not None  # a higher-priority pod ignores the nomination
+
+
+def test_a_pod_rejected_at_prefilter_in_between_ends_the_batch_as_kubes_cycle_count_does():
+    objs = [node(f"n{i}", cpu="4", memory="8Gi") for i in range(6)]
+    objs += [pod(f"big-{i}", cpu="3", memory="1Gi") for i in range(2)]
+    objs.append(pod("broken", cpu="3", memory="1Gi",
+                    spec={"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "missing"}}]}))
+    objs += [pod(f"big-{i}", cpu="3", memory="1Gi") for i in range(2, 4)]
+    plan = GreedyScheduler(_index(*objs), parse_config(NO_SPREAD)).run()
+    # as the real kube-scheduler v1.36.3 places them (oracle/, tests/conformance/profiles/batching.yaml)
+    assert [p.node for p in plan.placements] == ["n0", "n5", None, "n1", "n4"]
