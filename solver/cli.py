@@ -374,7 +374,7 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
 @CPSAT_OPTS
 @CONFIG_OPT
 @click.option("--tie-break", type=click.Choice(["order", "random"]), default="order", show_default=True,
-              help="order: kube 1.35's heap order (deterministic); random: uniform among top nodes, seeded.")
+              help="order: kube's heap order (1.35 on; deterministic); random: uniform among top nodes, seeded.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice.")
 @OUTPUT_OPTS("table", "wide", "json", "yaml", "name",
              file="With --bind none: write the JSON plan here; with --bind manifest: the Binding manifest.")

@@ -1,21 +1,22 @@
 """The greedy engine: kube-scheduler's scheduling loop, one pod at a time, reproduced.
 
-Per pod, in queue order (PrioritySort; gated pods stay out):
-1. a pod with `status.nominatedNodeName` tries that node alone first, and takes it if it passes;
-2. PreFilter (a whole-pod rejection ends the attempt; a node subset narrows the candidates);
+Per pod, in queue order (PrioritySort; gated pods stay out), as kube-scheduler v1.36 (`kplace.solver.KUBE_SCHEDULER`):
+1. PreFilter (a whole-pod rejection ends the attempt; a node subset narrows the candidates);
+2. a nominated pod tries its node alone first, else OpportunisticBatching's hint (`framework.batch`), and takes
+   it if it passes;
 3. Filter over the candidates in node-tree order rotated to `next_start`, keeping the first
    `numFeasibleNodesToFind` feasible nodes and stopping at the next feasible one (which kube discards);
    `next_start += processed (mod #nodes)`, where processed counts the kept and rejected nodes evaluated —
    kube's search with one filter worker (`parallelism: 1`), which its 16 workers approximate in an order that
    is not deterministic;
 4. one feasible node is taken without scoring; otherwise PreScore, Score, NormalizeScore, weights;
-5. select: `order` (default) reproduces kube 1.35's `heap.Init` + `Pop` over the feasible list with
+5. select: `order` (default) reproduces kube's (1.35 on) `heap.Init` + `Pop` over the feasible list with
    Randomizer 0 — the first top-scoring node in *preorder* of the implicit heap tree; `random` is the
    pre-1.35 uniform reservoir sampling among top-scoring nodes, seeded;
 6. assume: the state is updated incrementally so the next pod sees it;
-7. on failure, DefaultPreemption (PostFilter) may evict lower-priority victims; the preemptor is then
-   placed on its nominated node (kube binds it in a later cycle; in a batch nothing runs in between that
-   could take the room, since nominated pods are respected by every lower-or-equal-priority pod).
+7. on failure, PostFilter: DefaultPreemption may evict lower-priority victims and nominate the pod to their node
+   (kube's nominator: it counts in the filters of pods of no higher priority, never in scores); once every pod
+   had its first cycle, each nominated pod gets its next (`finish`), which takes its node if it still fits.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class Tracer(Protocol):
 
 
 class GreedyScheduler:
-    """kube-scheduler's loop over a ClusterState. `tie_break` is `order` (kube 1.35) or `random` (seeded).
+    """kube-scheduler's loop over a ClusterState. `tie_break` is `order` (kube's heap order) or `random` (seeded).
     `explain=False` skips building the reasons of unplaced pods (their `Attempt.reason` is then None): for
     plans only the placements of which matter, such as the CP-SAT engine's hints."""
 
