@@ -16,14 +16,13 @@ seeds.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import machine
+from common import machine, replace_section, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -116,7 +115,6 @@ def table(rows: list[dict]) -> str:
 
 
 def write_docs(rows: list[dict], seconds: float, quick: bool) -> None:
-    text = DOC.read_text(encoding="utf-8")
     body = "\n".join([
         BEGIN,
         f"Command: `.venv/bin/python benchmarks/bench_measure.py{' --quick' if quick else ''}` ({machine()}; "
@@ -124,12 +122,7 @@ def write_docs(rows: list[dict], seconds: float, quick: bool) -> None:
         "`--time-limit 5`); measure = `solver.measure`, each placed pod scored as if scheduled last into the final "
         "state; g = greedy (kube-scheduler), c = CP-SAT; medians over seeds.",
         "", table(rows), END])
-    if BEGIN in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:a] + body + text[b:]
-    else:
-        text = text.rstrip() + "\n\n## Score measure where every pod fits (issue 16)\n\n" + body + "\n"
-    DOC.write_text(text, encoding="utf-8")
+    replace_section(DOC, BEGIN, END, body, "## Score measure where every pod fits (issue 16)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,10 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"(placed {row['greedy']['placed']} / {row['cpsat']['placed']}, "
                   f"{row['greedy']['seconds']:.2f} s / {row['cpsat']['seconds']:.2f} s)", file=sys.stderr, flush=True)
     seconds = time.perf_counter() - started
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    tmp = RESULTS.with_suffix(".tmp")
-    tmp.write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    tmp.replace(RESULTS)
+    write_json(RESULTS, rows)
     print(table(rows))
     if not args.no_docs:
         write_docs(rows, seconds, args.quick)

@@ -18,14 +18,13 @@ kplace ÷ kube, measured in the same run. Rows go to benchmarks/results/oracle.j
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import machine
+from common import machine, replace_section, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -80,7 +79,6 @@ def table(rows: list[dict]) -> str:
 
 
 def write_docs(rows: list[dict], seconds: float, version: str) -> None:
-    text = DOC.read_text(encoding="utf-8")
     body = "\n".join([
         BEGIN,
         f"Command: `.venv/bin/python benchmarks/bench_oracle.py` ({machine()}; kube-scheduler {version} through "
@@ -90,14 +88,7 @@ def write_docs(rows: list[dict], seconds: float, version: str) -> None:
         "excluded). Both place the same pods on every row (the differential tests "
         "check the nodes, pod by pod).",
         "", table(rows), END])
-    if BEGIN in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:a] + body + text[b:]
-    else:
-        text = text.rstrip() + "\n\n## Greedy engine against the real kube-scheduler (issue 19)\n\n" + body + "\n"
-    tmp = DOC.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(DOC)
+    replace_section(DOC, BEGIN, END, body, "## Greedy engine against the real kube-scheduler (issue 19)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,10 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label}: kube {row['kube_pods_per_s']:,.0f} pods/s, kplace {row['kplace_pods_per_s']:,.0f} pods/s "
               f"({row['ratio']:.2f}×)", file=sys.stderr, flush=True)
     seconds = time.perf_counter() - started
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    tmp = RESULTS.with_suffix(".tmp")
-    tmp.write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    tmp.replace(RESULTS)
+    write_json(RESULTS, rows)
     print(table(rows))
     if not args.no_docs:
         write_docs(rows, seconds, version)

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import machine
+from common import machine, replace_section, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -469,14 +469,7 @@ def write_docs(all_rows: list[dict], quick: bool, seconds: float, note: str = ""
         text = text.replace("Suite run time:", note + " Suite run time:", 1)
     if failed:
         text = text.replace(END, "Runs that failed: " + "; ".join(failed) + "\n" + END)
-    doc = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    if BEGIN in doc and END in doc:
-        head, _, rest = doc.partition(BEGIN)
-        _, _, tail = rest.partition(END)
-        doc = head + text.strip() + tail
-    else:
-        doc = doc.rstrip() + "\n\n" + text.strip() + "\n"
-    DOC.write_text(doc, encoding="utf-8")
+    replace_section(DOC, BEGIN, END, text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -524,12 +517,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"greedy {row['greedy_placed']}/{row['pods']} ({row['greedy_seconds']:.1f}s), CP-SAT "
                   f"{row['cpsat_placed']} ({row['cpsat_seconds']:.1f}s, {row['statuses']}) "
                   f"[{row['run_seconds']:.0f}s]", file=sys.stderr)
-            out.write_text(json.dumps({"quick": args.quick, "seconds": time.perf_counter() - started,
-                                       "note": args.note, "commit": commit(), "rows": rows}, indent=1))
+            write_json(out, {"quick": args.quick, "seconds": time.perf_counter() - started, "note": args.note,
+                             "commit": commit(), "rows": rows})
     seconds = time.perf_counter() - started
     good = [r for r in rows if "error" not in r]
-    out.write_text(json.dumps({"quick": args.quick, "seconds": seconds, "note": args.note, "commit": commit(),
-                               "rows": rows}, indent=1))
+    write_json(out, {"quick": args.quick, "seconds": seconds, "note": args.note, "commit": commit(), "rows": rows})
     print(f"{len(good)}/{len(rows)} runs in {seconds / 60:.1f} min; results in {out}", file=sys.stderr)
     if not args.no_docs and good:
         write_docs(rows, args.quick, seconds, args.note)
