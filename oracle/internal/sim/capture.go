@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"sort"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,10 +48,8 @@ type capture struct {
 	scoreNodes []string
 	scores     []fwk.NodePluginScores
 
-	result    *scheduler.ScheduleResult // nil unless SchedulePod succeeded
-	origHost  string
+	result    *scheduler.ScheduleResult // kube's own result (before a lockstep override); nil unless it succeeded
 	lockstep  bool
-	postRan   bool
 	postNom   string  // nominated node from PostFilter
 	expVictim float64 // victims announced by preemption (metric delta)
 
@@ -74,7 +71,7 @@ func (c *capture) top() []string {
 	out := []string{}
 	if !c.scored {
 		if c.result != nil {
-			out = append(out, c.origHost)
+			out = append(out, c.result.SuggestedHost)
 		}
 		return out
 	}
@@ -92,12 +89,19 @@ func (c *capture) top() []string {
 	return out
 }
 
-// recordingFramework wraps a profile's framework to record the scheduling
-// cycle of the pod currently being scheduled. Preemption's dry runs go
-// through the plugin's own handle (the unwrapped framework) and are not seen.
-type recordingFramework struct {
+// preemptionFramework wraps a profile's framework to learn what PostFilter
+// (preemption) nominated and how many victims it announced, so that a cycle
+// waits for their deletion before the next starts. It is always installed.
+type preemptionFramework struct {
 	framework.Framework
 	o *Oracle
+}
+
+// recordingFramework also records the scheduling cycle of the pod currently
+// being scheduled (not with --no-record). Preemption's dry runs go through the
+// plugin's own handle (the unwrapped framework) and are not seen.
+type recordingFramework struct {
+	preemptionFramework
 }
 
 func (f *recordingFramework) RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string]) {
@@ -156,13 +160,12 @@ func (f *recordingFramework) RunScorePlugins(ctx context.Context, state fwk.Cycl
 	return scores, st
 }
 
-func (f *recordingFramework) RunPostFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (f *preemptionFramework) RunPostFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	before, _ := testutil.GetHistogramMetricValue(metrics.PreemptionVictims.ObserverMetric)
 	res, st := f.Framework.RunPostFilterPlugins(ctx, state, pod, m)
 	after, _ := testutil.GetHistogramMetricValue(metrics.PreemptionVictims.ObserverMetric)
 	if c := f.o.captureFor(pod); c != nil {
 		c.mu.Lock()
-		c.postRan = true
 		if st.IsSuccess() && res != nil && res.NominatingInfo != nil {
 			c.postNom = res.NominatedNodeName
 		}
@@ -170,13 +173,4 @@ func (f *recordingFramework) RunPostFilterPlugins(ctx context.Context, state fwk
 		c.mu.Unlock()
 	}
 	return res, st
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

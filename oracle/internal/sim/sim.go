@@ -166,8 +166,9 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 		if err != nil {
 			return err
 		}
+		seconds := time.Since(started).Seconds()
 		out := o.output(i, c)
-		out.Seconds = time.Since(started).Seconds()
+		out.Seconds = seconds
 		out.ScheduleSecs = c.scheduling
 		if err := enc.Encode(out); err != nil {
 			return err
@@ -181,8 +182,11 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 func (o *Oracle) wrap() {
 	s := o.sched
 	for name, f := range s.Profiles {
-		if !o.opts.NoRecord {
-			s.Profiles[name] = &recordingFramework{Framework: f, o: o}
+		pf := preemptionFramework{Framework: f, o: o}
+		if o.opts.NoRecord {
+			s.Profiles[name] = &pf
+		} else {
+			s.Profiles[name] = &recordingFramework{pf}
 		}
 	}
 
@@ -218,7 +222,6 @@ func (o *Oracle) wrap() {
 		defer c.mu.Unlock()
 		r := res
 		c.result = &r
-		c.origHost = res.SuggestedHost
 		if o.opts.Plan != nil {
 			if want := o.opts.Plan[c.key]; want != "" {
 				for _, n := range c.top() {
@@ -325,7 +328,7 @@ func (o *Oracle) waitFor(ctx context.Context, what string, cond func() bool) err
 			return ctx.Err()
 		}
 		time.Sleep(sleep)
-		if sleep < time.Millisecond {
+		if sleep < 50*time.Microsecond { // events arrive within tens of microseconds: do not oversleep them
 			sleep *= 2
 		}
 	}
@@ -336,6 +339,9 @@ func (o *Oracle) waitFor(ctx context.Context, what string, cond func() bool) err
 // failure, preemption victims' deletion) are visible to the scheduler.
 func (o *Oracle) cycle(ctx context.Context) (*capture, error) {
 	watchdog := time.AfterFunc(o.opts.Timeout, func() {
+		if f, ok := o.opts.Out.(interface{ Flush() error }); ok {
+			_ = f.Flush() // the cycles finished so far still reach stdout (the main goroutine is blocked)
+		}
 		fmt.Fprintln(os.Stderr, "kube-oracle: error: timed out waiting for a pod to schedule")
 		os.Exit(1)
 	})
@@ -417,7 +423,7 @@ func (o *Oracle) output(i int, c *capture) *Cycle {
 			out.PluginScores[s.Name] = ps
 		}
 	case c.result != nil && c.result.FeasibleNodes <= 1:
-		out.Feasible = []string{c.origHost}
+		out.Feasible = []string{c.result.SuggestedHost}
 	case c.result != nil:
 		n := c.result.FeasibleNodes
 		if n > len(c.passed) {

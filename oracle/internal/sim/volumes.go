@@ -46,11 +46,7 @@ func (o *Oracle) installVolumeReactors() {
 		if err := t.Update(pvGVR, pv, ""); err != nil {
 			return true, nil, err
 		}
-		bindClaim(pvc, pv)
-		if err := t.Update(pvcGVR, pvc, pvc.Namespace); err != nil {
-			return true, nil, err
-		}
-		return true, pv, nil
+		return true, pv, bindClaim(t, pvc, pv)
 	})
 	o.client.PrependReactor("update", "persistentvolumeclaims", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "" {
@@ -73,15 +69,12 @@ func (o *Oracle) installVolumeReactors() {
 		if err := t.Create(pvGVR, pv, ""); err != nil {
 			return true, nil, err
 		}
-		bindClaim(pvc, pv)
-		if err := t.Update(pvcGVR, pvc, pvc.Namespace); err != nil {
-			return true, nil, err
-		}
-		return true, pvc, nil
+		return true, pvc, bindClaim(t, pvc, pv)
 	})
 }
 
-func bindClaim(pvc *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) {
+// bindClaim binds the claim to the PV in the tracker, as the PV controller does.
+func bindClaim(t clienttesting.ObjectTracker, pvc *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) error {
 	if pvc.Annotations == nil {
 		pvc.Annotations = map[string]string{}
 	}
@@ -91,6 +84,7 @@ func bindClaim(pvc *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) {
 	pvc.Status.Phase = v1.ClaimBound
 	pvc.Status.AccessModes = pv.Spec.AccessModes
 	pvc.Status.Capacity = pv.Spec.Capacity
+	return t.Update(pvcGVR, pvc, pvc.Namespace)
 }
 
 // provision builds the PV a CSI external-provisioner would create: CSI

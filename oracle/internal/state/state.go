@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +37,9 @@ var loadedKinds = map[string]bool{
 	"Namespace": true, "PersistentVolume": true, "PersistentVolumeClaim": true,
 	"StorageClass": true, "CSINode": true, "Service": true,
 }
+
+// namespaced are the loaded kinds that live in a namespace ("default" when a file leaves it out).
+var namespaced = map[string]bool{"Pod": true, "PodDisruptionBudget": true, "PersistentVolumeClaim": true, "Service": true}
 
 // State is the merged content of all state files, in file order.
 type State struct {
@@ -155,6 +157,9 @@ func (st *State) addDoc(file string, raw []byte, defAPIVersion, defKind string, 
 	if !loadedKinds[h.Kind] {
 		return nil
 	}
+	if h.Metadata.Namespace == "" && namespaced[h.Kind] {
+		h.Metadata.Namespace = "default" // as the API server does: `a` and `default/a` are one object
+	}
 	objName := h.Kind + " " + h.Metadata.Name
 	if h.Metadata.Namespace != "" {
 		objName = h.Kind + " " + h.Metadata.Namespace + "/" + h.Metadata.Name
@@ -172,15 +177,15 @@ func (st *State) addDoc(file string, raw []byte, defAPIVersion, defKind string, 
 	seen[objName] = file
 	// API server defaulting (v1 SetDefaults_*).
 	legacyscheme.Scheme.Default(obj)
+	if m := metaOf(obj); m != nil && namespaced[h.Kind] {
+		m.SetNamespace(h.Metadata.Namespace)
+	}
 	normalize(obj)
 
 	switch o := obj.(type) {
 	case *v1.Node:
 		st.Nodes = append(st.Nodes, o)
 	case *v1.Pod:
-		if o.Namespace == "" {
-			o.Namespace = "default"
-		}
 		if o.Status.Phase == v1.PodSucceeded || o.Status.Phase == v1.PodFailed {
 			return nil // finished pods are invisible to the scheduler
 		}
@@ -188,11 +193,6 @@ func (st *State) addDoc(file string, raw []byte, defAPIVersion, defKind string, 
 	case *schedulingv1.PriorityClass:
 		st.PriorityClasses = append(st.PriorityClasses, o)
 		st.Others = append(st.Others, o)
-	case *v1.PersistentVolumeClaim, *policyv1.PodDisruptionBudget, *v1.Service:
-		if m := metaOf(obj); m != nil && m.GetNamespace() == "" {
-			m.SetNamespace("default")
-		}
-		st.Others = append(st.Others, obj)
 	default:
 		st.Others = append(st.Others, obj)
 	}
