@@ -53,9 +53,15 @@ def to_wire(obj: K8s) -> dict[str, Any]:
     return {"apiVersion": _API_VERSION[kind], "kind": kind, **_wire(body)}
 
 
-def as_list(snapshot: ClusterSnapshot, extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    items = [to_wire(o) for attr in ("namespaces", "priority_classes", "storage_classes", "nodes", "pods", "pdbs")
-             for o in getattr(snapshot, attr)]
+BUILT_KINDS = ("namespaces", "priority_classes", "storage_classes", "nodes", "pods", "pdbs")
+# every kind a snapshot holds (workloads are already expanded into their pods), dependencies first
+ALL_KINDS = ("namespaces", "priority_classes", "storage_classes", "pvs", "pvcs", "csinodes", "services", "nodes",
+             "pods", "pdbs")
+
+
+def as_list(snapshot: ClusterSnapshot, extra: list[dict[str, Any]] | None = None,
+            kinds: tuple[str, ...] = BUILT_KINDS) -> dict[str, Any]:
+    items = [to_wire(o) for attr in kinds for o in getattr(snapshot, attr)]
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": [*items, *(extra or [])]}
 
 

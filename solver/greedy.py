@@ -95,7 +95,7 @@ class Attempt:
     nominated: bool = False
     volume_bindings: dict[str, str] = field(default_factory=dict)  # claim key → PV name (VolumeBinding Reserve)
     post_filter: str = ""  # what PostFilter added to the FitError message ("preemption: ..." and the like)
-    evicted_on: int | None = None  # the node the victims ran on, once a second cycle placed the pod
+    evicted_from: dict[int, int] = field(default_factory=dict)  # victim idx → the node it was evicted from
 
 
 class Tracer(Protocol):
@@ -204,9 +204,10 @@ class GreedyScheduler:
                 need = want + 1 - found
                 chunk = max(256, 2 * need * done // found if found else 4 * chunk)
         feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
+        merged = _merge_outcomes(outcomes) if self.tracer is not None or not len(feasible) else None
         if self.tracer is not None:
-            self.tracer.filtered(_merge_outcomes(outcomes), feasible)
-        return feasible, None if len(feasible) else _merge_outcomes(outcomes), done
+            self.tracer.filtered(merged, feasible)
+        return feasible, None if len(feasible) else merged, done
 
     def select(self, totals: np.ndarray) -> int:
         top = np.flatnonzero(totals == totals.max())
@@ -232,6 +233,8 @@ class GreedyScheduler:
         node = self.nominated_node.pop(pod.idx, None)
         if node is not None:
             self.nominated[node] = [q for q in self.nominated[node] if q.idx != pod.idx]
+            if not self.nominated[node]:
+                del self.nominated[node]
 
     def nominated_on(self, pod: PodInfo, node: int) -> list[PodInfo]:
         """The pods nominated to `node` that `pod`'s filters must count: of at least its priority, not itself."""
@@ -249,9 +252,12 @@ class GreedyScheduler:
         one without them) serves as it is."""
         if not self.nominated:
             return
+        held = np.flatnonzero(np.isin(nodes, list(self.nominated)))
+        if not len(held):
+            return
         active = {p.name for p in profile.at("preFilter")} - skipped
         reuse = cycle if cycle is not None and not active & STATE_DEPENDENT_PREFILTER else None
-        for i in range(len(nodes)):
+        for i in held.tolist():
             n = int(nodes[i])
             others = self.nominated_on(pod, n)
             if not others:
@@ -287,8 +293,23 @@ class GreedyScheduler:
             self._drop_nomination(self.index.pods[idx])  # still nominated after MAX_RETRIES cycles: left pending
             a = out[idx]
             out[idx] = Attempt(None, "preempted for its nominated node in every cycle but never fit there",
-                               a.evictions, True, evicted_on=a.evicted_on)
+                               a.evictions, True, evicted_from=a.evicted_from)
         return out
+
+    def schedule_all(self, pods: list[PodInfo], on_pod: Callable[[int, int, int], None] | None = None
+                     ) -> dict[int, Attempt]:
+        """Every pod's first cycle in the given order (pods of another scheduler skipped), then the nominated
+        pods' next cycles (`finish`): pod idx → its attempt. `on_pod(done, total, placed)` every PROGRESS_EVERY."""
+        attempts: dict[int, Attempt] = {}
+        placed = 0
+        for k, pod in enumerate(pods):
+            if on_pod is not None and k % PROGRESS_EVERY == 0:
+                on_pod(k, len(pods), placed)
+            if self.config.profile_for(pod.spec.scheduler_name) is None:
+                continue  # another scheduler's pod
+            attempts[pod.idx] = self.schedule_one(pod)
+            placed += attempts[pod.idx].node is not None
+        return merge_retries(attempts, self.finish())
 
     def schedule_one(self, pod: PodInfo) -> Attempt:
         """One scheduling cycle. An unexpected error while evaluating this pod leaves it pending with the error as
@@ -317,7 +338,7 @@ class GreedyScheduler:
             self.tracer.pre_filtered(pre)
         if pre.code != Code.SUCCESS:
             msg = fit_error_message(self.n_nodes, Counter(), pre.reason)
-            return self._post_filter(profile, pod, msg, None, pre.absent_reason, pre_filter_rejected=True)
+            return self._post_filter(profile, pod, msg, None, pre_filter_rejected=True)
 
         batch = self._batch(profile)
         sig = hint = None
@@ -358,7 +379,7 @@ class GreedyScheduler:
                 if absent:
                     reasons[pre.absent_reason] += absent
                 msg = fit_error_message(self.n_nodes, reasons)
-            return self._post_filter(profile, pod, msg, outcome, pre.absent_reason)
+            return self._post_filter(profile, pod, msg, outcome)
         if len(feasible) == 1:
             choice = int(feasible[0])
             if batch is not None:
@@ -369,9 +390,11 @@ class GreedyScheduler:
                 self.tracer.scored(feasible, {k: v * profile.weights.get(k, 1) for k, v in per_plugin.items()},
                                    totals)
             choice = int(feasible[self.select(totals)])
-            if batch is not None:  # kube keeps the scored nodes as a heap, its own choice popped
+            if batch is not None and sig is not None:  # kube keeps the scored nodes as a heap, its choice popped
                 rest = NodeHeap(feasible.tolist(), totals.tolist())
                 batch.store(self.cycles, sig, hint, rest.pop(), rest)
+            elif batch is not None:
+                batch.store(self.cycles, sig, hint, choice, None)
         return self._place(profile, pod, choice)
 
     def _batch(self, profile: Profile) -> Batch | None:
@@ -402,7 +425,7 @@ class GreedyScheduler:
         return Attempt(node, volume_bindings=self.reserve(profile, pod, node))
 
     def _post_filter(
-        self, profile: Profile, pod: PodInfo, msg: str, outcome: FilterOutcome | None, absent_reason: str,
+        self, profile: Profile, pod: PodInfo, msg: str, outcome: FilterOutcome | None,
         pre_filter_rejected: bool = False,
     ) -> Attempt:
         """PostFilter, as kube 1.36 runs it: each plugin in the profile's order, the first success ends it, and the
@@ -438,7 +461,8 @@ class GreedyScheduler:
             self.tracer.failed(msg)
         self._add_nomination(pod, result.node)
         self._retry.append(pod)
-        return Attempt(result.node, evictions=result.victims, nominated=True)
+        return Attempt(result.node, evictions=result.victims, nominated=True,
+                       evicted_from={v.idx: result.node for v, _ in result.victims})
 
     def reserve(self, profile: Profile, pod: PodInfo, node: int) -> dict[str, str]:
         """The Reserve point after `assume`: VolumeBinding records the PVs (and provisioning nodes) the pod's
@@ -474,16 +498,7 @@ class GreedyScheduler:
         plan = Plan(engine="greedy")
         pods = self.index.pending if pods is None else pods
         names = self.index.node_names
-        placed = 0
-        attempts: dict[int, Attempt] = {}
-        for k, pod in enumerate(pods):
-            if on_pod is not None and k % PROGRESS_EVERY == 0:
-                on_pod(k, len(pods), placed)
-            if self.config.profile_for(pod.spec.scheduler_name) is None:
-                continue  # another scheduler's pod
-            attempts[pod.idx] = self.schedule_one(pod)
-            placed += attempts[pod.idx].node is not None
-        attempts = merge_retries(attempts, self.finish())  # once every pod had its first cycle
+        attempts = self.schedule_all(pods, on_pod)
         for pod in pods:
             attempt = attempts.get(pod.idx)
             if attempt is None:
@@ -491,9 +506,9 @@ class GreedyScheduler:
             node = names[attempt.node] if attempt.node is not None else None
             plan.placements.append(Placement(pod.key, node, attempt.reason, pod.priority, attempt.nominated,
                                              attempt.volume_bindings))
-            for victim, violates in attempt.evictions:  # victims all ran on the preemptor's node
-                on = names[attempt.evicted_on] if attempt.evicted_on is not None else node or ""
-                plan.evictions.append(Eviction(victim.key, on, pod.key, victim.priority, violates))
+            for victim, violates in attempt.evictions:
+                plan.evictions.append(Eviction(victim.key, names[attempt.evicted_from[victim.idx]], pod.key,
+                                               victim.priority, violates))
         plan.warnings.extend(unimplemented_warnings(pods))
         plan.seconds = time.perf_counter() - started
         return plan
@@ -508,8 +523,7 @@ def merge_retries(first: dict[int, Attempt], retries: dict[int, Attempt]) -> dic
             out[idx] = again
             continue
         out[idx] = Attempt(again.node, again.reason, [*before.evictions, *again.evictions], True,
-                           again.volume_bindings, again.post_filter,
-                           evicted_on=before.evicted_on if before.evicted_on is not None else before.node)
+                           again.volume_bindings, again.post_filter, {**before.evicted_from, **again.evicted_from})
     return out
 
 

@@ -155,7 +155,24 @@ def _short(value: Any, limit: int = 400) -> str:
 def oracle_plan(index: ClusterIndex, cycles: list[dict[str, Any]], seconds: float = 0.0) -> Plan:
     """The real scheduler's cycles as a kplace plan: each pod on its node, a preemptor on the node it was
     nominated to (kplace's plans place it there, as kube does in its next cycle) with its victims; pods that got
-    no cycle (gated) stay pending."""
+    no cycle (gated) stay pending. The oracle does not report which PV each delayed claim took: the plan gets
+    those kplace's VolumeBinding Reserve takes on the same nodes in the same order (its filters agree with
+    kube's pod after pod in the differential tests, which they would not if the PVs taken differed)."""
+    from .framework.state import ClusterState
+    from .plugins.volumebinding import reserve
+
+    state = ClusterState(index)
+    bindings: dict[str, dict[str, str]] = {}
+    for c in cycles:
+        for victim in c.get("victims") or []:
+            v = index.pod_by_key.get(victim)
+            if v is not None and state.pod_node[v.idx] >= 0:
+                state.forget(v)
+        node = c.get("node") or c.get("nominated")
+        pod = index.pod_by_key.get(c["pod"])
+        if node and pod is not None and node in index.node_id:
+            state.assume(pod, index.node_id[node])
+            bindings[pod.key] = reserve(state, pod, index.node_id[node]) if pod.pod.spec.volumes else {}
     by_pod = {c["pod"]: c for c in cycles}
     plan = Plan(engine="kube-scheduler", seconds=seconds)
     for pod in index.pending:
@@ -166,7 +183,8 @@ def oracle_plan(index: ClusterIndex, cycles: list[dict[str, Any]], seconds: floa
             continue
         node = c.get("node") or c.get("nominated")
         plan.placements.append(Placement(pod.key, node, None if node else c.get("message"), pod.priority,
-                                         nominated=bool(c.get("nominated") and not c.get("node"))))
+                                         nominated=bool(c.get("nominated") and not c.get("node")),
+                                         volume_bindings=bindings.get(pod.key, {})))
         for victim in c.get("victims") or []:
             v = index.pod_by_key.get(victim)
             plan.evictions.append(Eviction(victim, node or "", pod.key, v.priority if v else 0, False))

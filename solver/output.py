@@ -14,10 +14,6 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
 
 
-def write_json(data: Any) -> None:
-    sys.stdout.write(dumps(data))
-
-
 def dumps_as(data: Any, fmt: str) -> str:
     """`data` as JSON or YAML text (kubectl's -o json / -o yaml)."""
     if fmt == "yaml":

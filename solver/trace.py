@@ -57,21 +57,24 @@ class _Cycle:
     def hinted(self, node: int) -> None:
         self.record["hint"] = self.names[node]
 
+    def _follow(self, nodes: list[int]) -> int | None:
+        """The position in `nodes` (node ids) of the node `follow` names, or None; a taken one is lockstep."""
+        names = [self.names[n] for n in nodes]
+        if self.follow not in names:
+            return None
+        self.record["lockstep"] = True
+        return names.index(self.follow)
+
     def choose_candidate(self, tied: list[int]) -> int | None:
-        names = [self.names[n] for n in tied]
-        if self.follow in names:
-            self.record["lockstep"] = True
-            return tied[names.index(self.follow)]
-        return None
+        at = self._follow(tied)
+        return None if at is None else tied[at]
 
     def choose(self, top: np.ndarray) -> int | None:
         assert self._scored is not None
-        names = [self.names[int(self._scored[i])] for i in top.tolist()]
-        self.record["top"] = names
-        if self.follow in names:
-            self.record["lockstep"] = True
-            return int(top[names.index(self.follow)])
-        return None
+        nodes = [int(self._scored[i]) for i in top.tolist()]
+        self.record["top"] = [self.names[n] for n in nodes]
+        at = self._follow(nodes)
+        return None if at is None else int(top[at])
 
 
 def trace(index: ClusterIndex, config: SchedulerConfig | None = None, *,

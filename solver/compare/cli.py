@@ -61,34 +61,26 @@ def _progress_display(time_limit: float, enabled: bool):
 
 
 @contextmanager
-def _kube_states(state: tuple[str, ...], index, baseline: str):
-    """The files the real kube-scheduler reads: STATE as given, or the state read from the API written to a
-    temporary List. None unless the baseline is kube-scheduler (whose oracle must be built)."""
+def _kube_states(index, baseline: str):
+    """The file the real kube-scheduler reads: the state kplace loaded (namespace filters, expanded workloads and
+    all), written to a temporary List. None unless the baseline is kube-scheduler (whose oracle must be built)."""
     if baseline != "kube-scheduler":
         yield None
         return
     import tempfile
     from pathlib import Path
 
-    from kplace.instances.build import to_wire
+    from kplace.instances.build import ALL_KINDS, as_list
     from kplace.solver.output import dumps
 
     from ..oracle import require_oracle
     from . import KubeBaseline
 
     require_oracle()  # says how to build it, before the engines run
-    config = click.get_current_context().params.get("config_path")
-    if state and "-" not in state:
-        yield KubeBaseline([str(Path(s)) for s in state], config)
-        return
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "state.json"
-        snap = index.snapshot
-        items = [to_wire(o) for attr in ("namespaces", "priority_classes", "storage_classes", "pvs", "pvcs",
-                                         "csinodes", "services", "nodes", "pods", "pdbs")
-                 for o in getattr(snap, attr)]
-        path.write_text(dumps({"apiVersion": "v1", "kind": "List", "items": items}), encoding="utf-8")
-        yield KubeBaseline([str(path)], config)
+        path.write_text(dumps(as_list(index.snapshot, kinds=ALL_KINDS)), encoding="utf-8")
+        yield KubeBaseline([str(path)], click.get_current_context().params.get("config_path"))
 
 
 @click.command()
@@ -130,7 +122,7 @@ def compare(state, time_limit, window, workers, objective, deterministic, config
     opts = CompareOptions(time_limit=time_limit, window=window, workers=workers, seed=seed, objective=objective,
                           deterministic=deterministic)
     started = time.perf_counter()
-    with _kube_states(state, index, baseline) as kube, _progress_display(time_limit, enabled=True) as progress:
+    with _kube_states(index, baseline) as kube, _progress_display(time_limit, enabled=True) as progress:
         cmp = run_compare(index, config, opts, progress, kube)
     cmp.data["seconds"] = round(time.perf_counter() - started, 3)
     if report_dir:

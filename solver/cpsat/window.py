@@ -38,7 +38,7 @@ from ..framework.encoding import EncodingContext, ObjectiveTerm
 from ..framework.plugin import CycleState, Plugin
 from ..framework.runtime import count_reasons, fit_error_message, internal_error, run_filters, run_pre_filter
 from ..framework.state import ClusterState
-from ..greedy import GreedyScheduler, merge_retries, unimplemented_warnings
+from ..greedy import GreedyScheduler, unimplemented_warnings
 from ..measure import measure
 from ..plugins import encodings
 from .builder import post_constraints
@@ -393,7 +393,8 @@ class CpsatScheduler:
                 self.state, chosen, status = base.fallback_state, fallback, "FALLBACK"
             placements = self._placements(pods, {p.idx: chosen[p.idx].node for p in pods}, chosen,
                                           {p.idx: chosen[p.idx].volume_bindings for p in pods})
-            evictions = [(victim, p, violates) for p in pods for victim, violates in chosen[p.idx].evictions]
+            evictions = [(victim, chosen[p.idx].evicted_from[victim.idx], p, violates) for p in pods
+                         for victim, violates in chosen[p.idx].evictions]
         window = {"pods": len(pods), "groups": len(groups), "components": len(comps), "status": status,
                   "objective": solved.objective, "bound": solved.bound, "greedy_objective": solved.greedy_objective,
                   "seconds": round(time.perf_counter() - started, 4), "stages": solved.stages}
@@ -422,8 +423,7 @@ class CpsatScheduler:
         state = self.state.fork()
         sched = GreedyScheduler(self.index, config or self.config, tie_break=self.opts.tie_break,
                                 seed=self.opts.seed, state=state, preemption=preemption, explain=explain)
-        first = {p.idx: sched.schedule_one(p) for p in pods}
-        return state, merge_retries(first, sched.finish())
+        return state, sched.schedule_all(pods)
 
     def _greedy_baselines(self, pods: list[PodInfo]) -> _Baselines:
         """Greedy on copies of the state: kube's answer (with preemption when the profile has it: the fallback)
@@ -623,9 +623,8 @@ class CpsatScheduler:
             if self.opts.on_window is not None:
                 self.opts.on_window(k + 1, len(windows), sum(1 for p in plan.placements if p.node),
                                     len(plan.placements))
-            for victim, preemptor, violates in evictions:  # victims are bound pods: their node is in the index
-                node = names[int(self.index.pod_node[victim.idx])]
-                plan.evictions.append(Eviction(victim.key, node, preemptor.key, victim.priority, violates))
+            for victim, node, preemptor, violates in evictions:
+                plan.evictions.append(Eviction(victim.key, names[node], preemptor.key, victim.priority, violates))
         plan.warnings.extend(unimplemented_warnings(pods))
         if len(windows) > 1:
             plan = self._at_least_greedy(plan, pods)

@@ -38,10 +38,13 @@ POINTS = ("preFilter", "filter", "preScore", "score")
 
 
 def signable_profile(profile: Profile, extenders: list) -> bool:
-    """Whether the profile batches at all: no extenders, and every plugin at PreFilter..Score signs pods."""
+    """Whether the profile batches at all: no extenders, every plugin at PreFilter..Score signs pods, and no
+    PodTopologySpread default constraints (which leave no pod signable: kube's default profile)."""
     if extenders:
         return False
-    return all(p.name in SIGNING for point in POINTS for p in profile.at(point))
+    plugins = [p for point in POINTS for p in profile.at(point)]
+    return all(p.name in SIGNING for p in plugins) and not any(
+        p.name == "PodTopologySpread" and p.default_constraints for p in plugins)
 
 
 def signature(profile: Profile, pod: PodInfo, requests: tuple[int, ...]) -> str | None:
@@ -50,10 +53,8 @@ def signature(profile: Profile, pod: PodInfo, requests: tuple[int, ...]) -> str 
     names = {p.name for point in POINTS for p in profile.at(point)}
     spec = pod.pod.spec
     aff = spec.affinity
-    if "PodTopologySpread" in names:
-        spread = next(p for point in POINTS for p in profile.at(point) if p.name == "PodTopologySpread")
-        if spec.topology_spread_constraints or spread.default_constraints:
-            return None
+    if "PodTopologySpread" in names and spec.topology_spread_constraints:
+        return None  # (a profile that defaults constraints does not batch: `signable_profile`)
     if "InterPodAffinity" in names and aff is not None and (aff.pod_affinity or aff.pod_anti_affinity):
         return None
     if "DynamicResources" in names and spec.resource_claims:

@@ -67,8 +67,11 @@ class Profile:
     weights: dict[str, int]
     percentage_of_nodes_to_score: int | None
     enabled: list[str] = field(default_factory=list)
-    preemption: bool = True
     post_filters: list[str] = field(default_factory=list)  # PostFilter plugins in order (preemption among them)
+
+    @property
+    def preemption(self) -> bool:
+        return "DefaultPreemption" in self.post_filters
 
     def at(self, point: str) -> list[Plugin]:
         return self.plugins.get(point, [])
@@ -214,7 +217,6 @@ def build_profile(raw: dict[str, Any], where: str) -> Profile:
         weights=weights,
         percentage_of_nodes_to_score=pct,
         enabled=enabled_names,
-        preemption="DefaultPreemption" in points.get("postFilter", []),
         post_filters=list(points.get("postFilter", [])),
     )
 

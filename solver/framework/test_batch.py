@@ -35,10 +35,9 @@ def test_the_node_heap_pops_the_highest_total_first_and_its_first_pop_is_kubes_s
 
 
 def test_no_pod_is_signed_under_the_default_profile_whose_system_spread_defaults_are_unsignable():
-    index = _index(node("n1"), pod("p", cpu="1"))
     profile = default_config().profile_for("default-scheduler")
-    assert signable_profile(profile, [])
-    assert signature(profile, index.pending[0], (1000, 0, 0)) is None
+    assert not signable_profile(profile, [])
+    assert signable_profile(parse_config(NO_SPREAD).profile_for("default-scheduler"), [])
 
 
 def test_without_spread_identical_pods_share_a_signature_and_any_scheduling_difference_breaks_it():
@@ -70,15 +69,36 @@ def test_once_the_last_node_is_full_a_batch_takes_the_next_node_of_the_previous_
 
 def test_a_nominated_pod_counts_in_the_filters_of_lower_priority_pods_only_and_never_in_scores():
     index = _index(node("n1", cpu="2", memory="4Gi"), node("n2", cpu="2", memory="4Gi"),
-                   pod("nominee", cpu="2", memory="1Gi", priority=100),
-                   pod("low", cpu="1", memory="1Gi", priority=10), pod("high", cpu="1", memory="1Gi", priority=500))
-    sched = GreedyScheduler(index)
+                   pod("busy", cpu="2", memory="1Gi", node_name="n2"),
+                   pod("nominee", cpu="1", memory="1Gi", priority=100),
+                   pod("low", cpu="2", memory="1Gi", priority=10), pod("high", cpu="1", memory="1Gi", priority=500))
     nominee, low, high = (index.pod_by_key[f"default/{n}"] for n in ("nominee", "low", "high"))
-    sched._add_nomination(nominee, index.node_id["n1"])
-    assert sched.schedule_one(low).node == index.node_id["n2"]  # n1 is taken by the nomination for it
-    sched.state.forget(low)
-    sched.cycles = 0
-    assert sched.schedule_one(high).node is not None  # a higher-priority pod ignores the nomination
+    n1 = index.node_id["n1"]
+    sched = GreedyScheduler(index, preemption=False)
+    sched._add_nomination(nominee, n1)
+    assert sched.schedule_one(low).node is None  # the only free node holds room for the nominee
+    plain = GreedyScheduler(index, preemption=False)
+    assert plain.schedule_one(low).node == n1  # without the nomination it fits
+    assert sched.schedule_one(high).node == n1  # a higher-priority pod ignores the nomination
+
+
+def test_a_nominated_pod_does_not_change_the_scores_of_the_pods_whose_filters_count_it():
+    from kplace.solver.trace import trace
+
+    objs = [node("n1", cpu="4", memory="8Gi"), node("n2", cpu="4", memory="8Gi"),
+            pod("nominee", cpu="2", memory="2Gi", priority=100),
+            pod("low", cpu="1", memory="1Gi", priority=10)]
+    index = _index(*objs)
+    low = index.pod_by_key["default/low"]
+    plain = next(iter(trace(index, pods=[low])))
+    with_nomination = GreedyScheduler(index)
+    with_nomination._add_nomination(index.pod_by_key["default/nominee"], index.node_id["n1"])
+    from kplace.solver.trace import _Cycle
+
+    with_nomination.tracer = cycle = _Cycle(index.node_names, None)
+    with_nomination.schedule_one(low)
+    assert cycle.record["feasible"] == plain["feasible"] == ["n1", "n2"]
+    assert cycle.record["scores"] == plain["scores"]
 
 
 def test_a_pod_rejected_at_prefilter_in_between_ends_the_batch_as_kubes_cycle_count_does():

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from kplace.solver.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_compare_with_the_kube_scheduler_baseline_reports_its_plan_and_the_greedy_engines_agreement(oracle, tmp_path):
-    out = CliRunner().invoke(main, ["compare", str(ROOT / "instances" / "affinity-small.json"), "--baseline",
+@pytest.mark.parametrize("instance", ["affinity-small.json", "volumes-small.json"])
+def test_compare_with_the_kube_scheduler_baseline_reports_its_plan_and_the_greedy_engines_agreement(oracle, tmp_path,
+                                                                                                    instance):
+    out = CliRunner().invoke(main, ["compare", str(ROOT / "instances" / instance), "--baseline",
                                     "kube-scheduler", "--time-limit", "2", "-o", "json", "--report",
                                     str(tmp_path / "r")])
     assert out.exit_code == 0, out.output

@@ -5,7 +5,7 @@ the same tied top nodes, the same FitError message, the same nomination and vict
 States: generated corner cases (`kplace generate corners`; KPLACE_CONFORMANCE_STATES of them, 2,000 by default)
 under the default profile and five others, the generated families at 100+ nodes (sampling), every shipped instance,
 and the real data in ../shared when it is there. One deliberate difference is switched off: kplace refuses to evict
-what a PodDisruptionBudget protects unless told to (`respect_pdbs=False`, the CLI's --allow-pdb-violations); kube
+what a PodDisruptionBudget protects unless told to (`GreedyScheduler(respect_pdbs=False)`); kube
 does, as a last resort.
 """
 

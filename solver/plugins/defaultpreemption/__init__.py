@@ -130,22 +130,6 @@ class _Fits:
             for p in lower:
                 state.assume(p, node)
 
-    def fit_reasons(self, fit, node: int, lower: list[PodInfo]) -> list[str]:
-        """NodeResourcesFit's reasons on the node with `lower` gone and the pods nominated there added."""
-        state = self.sched.state
-        nominated = self.sched.nominated_on(self.pod, node)
-        for p in lower:
-            state.forget(p)
-        for q in nominated:
-            state.assume(q, node)
-        try:
-            return fit.filter(state, self.pod, self.cycle, np.array([node], dtype=np.int64)).reasons_of(0)
-        finally:
-            for q in nominated:
-                state.forget(q)
-            for p in lower:
-                state.assume(p, node)
-
     def __call__(self, node: int) -> list[str]:
         """The reasons the pod does not fit on the node ([] when it fits). Filters that read no other pod and
         already passed on this node (`passed`) cannot change their verdict when pods come and go: not re-run."""
@@ -195,20 +179,17 @@ def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[Pod
 
 
 def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int,
-                   fits: _Fits, decided_by_fit: bool = False) -> tuple[Candidate | None, list[str]]:
+                   fits: _Fits) -> tuple[Candidate | None, list[str]]:
     """kube's SelectVictimsOnNode: the candidate, or None and the reasons the node cannot help (the filters'
     with every lower-priority pod gone, or "No preemption victims found" when there is none to remove)."""
     state = sched.state
     lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
     if not lower:
         return None, [NO_VICTIMS]
-    if not _could_fit_without(sched, pod, node, lower, sched.nominated_on(pod, node)):
-        # the requests cannot fit even with every lower-priority pod gone: when NodeResourcesFit decided the node
-        # (every filter before it passed, and removing pods only relaxes them), its reasons are the filters'
-        fit = next((p for p in profile.at("filter") if p.name == "NodeResourcesFit"), None)
-        if not sched.explain or fit is None or not decided_by_fit:
-            return None, [NO_VICTIMS] if not sched.explain else fits.without(node, lower)
-        return None, fits.fit_reasons(fit, node, lower)
+    nominated = sched.nominated_on(pod, node)
+    if not _could_fit_without(sched, pod, node, lower, nominated):
+        # the requests cannot fit even with every lower-priority pod gone: kube reports the filters' reasons
+        return None, fits.without(node, lower) if sched.explain else [NO_VICTIMS]
     for p in lower:
         state.forget(p)
     try:
@@ -219,7 +200,6 @@ def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node:
         violating, ok = _split_by_pdb(sched, lower)
         victims: list[PodInfo] = []
         violating_ids: set[int] = set()
-        nominated = sched.nominated_on(pod, node)
         for group, is_violating in ((violating, True), (ok, False)):
             for p in group:
                 state.assume(p, node)
@@ -271,11 +251,9 @@ def preempt(
         fits.note_passed(outcome)
     candidates: list[Candidate] = []
     non_violating = 0
-    fit_index = outcome.plugins.index("NodeResourcesFit") if outcome and "NodeResourcesFit" in outcome.plugins else -2
-    decided = dict(zip(outcome.nodes.tolist(), (outcome.plugin == fit_index).tolist(), strict=True)) if outcome else {}
     for k in range(n):
         node = potential[(offset + k) % n]
-        cand, reasons = select_victims(sched, profile, pod, node, fits, decided.get(node, False))
+        cand, reasons = select_victims(sched, profile, pod, node, fits)
         if cand is None or not cand.victims:
             for text in reasons or [NO_VICTIMS]:
                 statuses[text] += 1

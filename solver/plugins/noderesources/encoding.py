@@ -89,11 +89,10 @@ def _product(ctx: EncodingContext, entries, n: int, offset: int, coef: dict[int,
 
     val = m.new_int_var(-span, span, f"{name}_lin_{n}")
     m.add(val == lin)
-    value = linear
     p = m.new_int_var(-span * total_ub, span * total_ub, f"{name}_prod_{n}")
     m.add_multiplication_equality(p, [c, val])
-    h.aux_hints.extend([(c, count), (val, value), (p, lambda cs: count(cs) * value(cs))])
-    return c, count, p, lambda cs: count(cs) * value(cs)
+    h.aux_hints.extend([(c, count), (val, linear), (p, lambda cs: count(cs) * linear(cs))])
+    return c, count, p, lambda cs: count(cs) * linear(cs)
 
 
 def _single(ctx: EncodingContext, terms: LinearTerms, entries, n: int, table: list[int], name: str) -> None:
