@@ -15,8 +15,10 @@ Per pod, in queue order (PrioritySort; gated pods stay out), as kube-scheduler v
    pre-1.35 uniform reservoir sampling among top-scoring nodes, seeded;
 6. assume: the state is updated incrementally so the next pod sees it;
 7. on failure, PostFilter: DefaultPreemption may evict lower-priority victims and nominate the pod to their node
-   (kube's nominator: it counts in the filters of pods of no higher priority, never in scores); once every pod
-   had its first cycle, each nominated pod gets its next (`finish`), which takes its node if it still fits.
+   (kube's nominator: it counts in the filters of pods of no higher priority, never in scores);
+8. the queue (`framework.queue`): a failed pod waits with the plugins that rejected it, and the batch's own
+   events (a pod bound, a victim deleted) requeue it when one of those plugins' queueing hints says the event may
+   help; requeued pods get their next cycle once every pod had its first, in kube's backoff order.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Protocol
@@ -35,7 +37,8 @@ from kplace.models.plan import Eviction, Placement, Plan
 
 from .framework.batch import Batch, NodeHeap, signable_profile, signature
 from .framework.config import NOT_IMPLEMENTED, Profile, SchedulerConfig, default_config
-from .framework.plugin import STATE_DEPENDENT_PREFILTER, Code, CycleState, FilterResult
+from .framework.plugin import STATE_DEPENDENT_PREFILTER, Code, CycleState, FilterResult, Plugin
+from .framework.queue import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, BatchQueue
 from .framework.runtime import (
     FilterOutcome,
     PreFilterOutcome,
@@ -48,8 +51,7 @@ from .framework.runtime import (
 )
 from .framework.state import ClusterState
 
-PROGRESS_EVERY = 200  # pods between progress reports
-MAX_RETRIES = 5  # cycles a nominated pod gets after its first (each evicts, so more means a pathological state)
+PROGRESS_EVERY = 200  # cycles between progress reports
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
@@ -96,6 +98,7 @@ class Attempt:
     volume_bindings: dict[str, str] = field(default_factory=dict)  # claim key → PV name (VolumeBinding Reserve)
     post_filter: str = ""  # what PostFilter added to the FitError message ("preemption: ..." and the like)
     evicted_from: dict[int, int] = field(default_factory=dict)  # victim idx → the node it was evicted from
+    rejectors: frozenset[str] = frozenset()  # a failed cycle's UnschedulablePlugins (empty: an error)
 
 
 class Tracer(Protocol):
@@ -155,8 +158,8 @@ class GreedyScheduler:
             nnn = p.pod.status.nominated_node_name
             if nnn and nnn in index.node_id and self.state.pod_node[p.idx] < 0:
                 self._add_nomination(p, index.node_id[nnn])
-        self._retry: list[PodInfo] = []  # pods this scheduler nominated, for their second cycle (`finish`)
         self.cycles = 0
+        self._plugins: dict[tuple[str, str], Plugin | None] = {}  # (schedulerName, plugin) → the profile's instance
         self.batching = batching  # kube's OpportunisticBatching (on by default since 1.35)
         self._batches: dict[str, Batch | None] = {}
 
@@ -279,37 +282,72 @@ class GreedyScheduler:
             if added.code[0] != 0:
                 out.copy_node(i, added, 0)
 
-    def finish(self) -> dict[int, Attempt]:
-        """The next cycle of each pod this scheduler nominated (kube requeues a preemptor once its victims are
-        gone), in nomination order, until none is left nominated: a pod takes its nominated node when that node
-        still fits it. Pod idx → its last attempt, the victims of every cycle included."""
-        out: dict[int, Attempt] = {}
-        for _ in range(MAX_RETRIES):
-            retry, self._retry = self._retry, []
-            if not retry:
-                break
-            out = merge_retries(out, {p.idx: self.schedule_one(p) for p in retry})
-        for idx in [i for i, a in out.items() if a.nominated and self.nominated_node.get(i) is not None]:
-            self._drop_nomination(self.index.pods[idx])  # still nominated after MAX_RETRIES cycles: left pending
-            a = out[idx]
-            out[idx] = Attempt(None, "preempted for its nominated node in every cycle but never fit there",
-                               a.evictions, True, evicted_from=a.evicted_from)
-        return out
-
     def schedule_all(self, pods: list[PodInfo], on_pod: Callable[[int, int, int], None] | None = None
                      ) -> dict[int, Attempt]:
-        """Every pod's first cycle in the given order (pods of another scheduler skipped), then the nominated
-        pods' next cycles (`finish`): pod idx → its attempt. `on_pod(done, total, placed)` every PROGRESS_EVERY."""
+        """kube's loop over one batch of `pods` (`schedule_batch`), pods of another scheduler skipped and gated ones
+        left with their gate's message: pod idx → its last attempt, the victims of every cycle included.
+        `on_pod(cycles done, pods, placed)` every PROGRESS_EVERY cycles."""
         attempts: dict[int, Attempt] = {}
-        placed = 0
-        for k, pod in enumerate(pods):
-            if on_pod is not None and k % PROGRESS_EVERY == 0:
-                on_pod(k, len(pods), placed)
-            if self.config.profile_for(pod.spec.scheduler_name) is None:
+        queued = []
+        for pod in pods:
+            profile = self.config.profile_for(pod.spec.scheduler_name)
+            if profile is None:
                 continue  # another scheduler's pod
-            attempts[pod.idx] = self.schedule_one(pod)
-            placed += attempts[pod.idx].node is not None
-        return merge_retries(attempts, self.finish())
+            gate = next((msg for p in profile.at("preEnqueue") for ok, msg in [p.pre_enqueue(pod)] if not ok), None)
+            if gate is not None:
+                attempts[pod.idx] = Attempt(None, gate)
+            else:
+                queued.append(pod)
+        placed = 0
+        for k, (pod, attempt) in enumerate(self.schedule_batch(queued)):
+            if on_pod is not None and k % PROGRESS_EVERY == 0:
+                on_pod(min(k, len(queued)), len(queued), placed)
+            before = attempts.get(pod.idx)
+            placed += (attempt.node is not None) - (before is not None and before.node is not None)
+            attempts[pod.idx] = attempt if before is None else merge_retry(before, attempt)
+        return attempts
+
+    def schedule_batch(self, pods: list[PodInfo], before: Callable[[PodInfo], None] | None = None
+               ) -> Iterator[tuple[PodInfo, Attempt]]:
+        """Every cycle of one batch (`framework.queue`): each of `pods` (queued, in queue order) once, then the pods
+        the batch's own events requeued, until the queue has none to pop: (pod, its cycle's attempt).
+        `before(pod)` runs before each cycle."""
+        queue = BatchQueue(pods, self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds)
+        while (pod := queue.pop()) is not None:
+            if before is not None:
+                before(pod)
+            nominated = dict(self.nominated_node)
+            attempt = self.schedule_one(pod)
+            if attempt.node is not None and not attempt.nominated:
+                queue.event(ASSIGNED_POD_ADD, pod, self._hint)
+                nominated.pop(pod.idx, None)  # bound: no longer nominated, and no nomination event
+            else:
+                queue.failed(pod, attempt.rejectors, self._events(pod, attempt.rejectors))
+                for victim, _ in attempt.evictions:
+                    queue.event(ASSIGNED_POD_DELETE, victim, self._hint)
+            for idx, node in nominated.items():
+                # a nomination moved or cleared: to the queue, the pod left that node, for pods of no higher priority
+                if self.nominated_node.get(idx) != node:
+                    q = self.index.pods[idx]
+                    queue.event(ASSIGNED_POD_DELETE, q, self._hint, at_most=q.priority)
+            yield pod, attempt
+
+    def _plugin(self, pod: PodInfo, name: str):
+        key = (pod.spec.scheduler_name, name)
+        if key not in self._plugins:
+            profile = self.config.profile_for(pod.spec.scheduler_name)
+            self._plugins[key] = profile.plugin(name) if profile is not None else None
+        return self._plugins[key]
+
+    def _events(self, pod: PodInfo, rejectors: frozenset[str]) -> frozenset[str]:
+        """The events some plugin of `rejectors` registers a queueing hint for."""
+        return frozenset().union(*(p.hint_events for r in rejectors if (p := self._plugin(pod, r)) is not None))
+
+    def _hint(self, plugin: str, event: str, pod: PodInfo, other: PodInfo) -> bool:
+        """Plugin `plugin`'s queueing hint for `pod` (`Plugin.queueing_hint`); False if it registers none."""
+        instance = self._plugin(pod, plugin)
+        return instance is not None and event in instance.hint_events and instance.queueing_hint(
+            event, pod, other, self.index)
 
     def schedule_one(self, pod: PodInfo) -> Attempt:
         """One scheduling cycle. An unexpected error while evaluating this pod leaves it pending with the error as
@@ -338,7 +376,9 @@ class GreedyScheduler:
             self.tracer.pre_filtered(pre)
         if pre.code != Code.SUCCESS:
             msg = fit_error_message(self.n_nodes, Counter(), pre.reason)
-            return self._post_filter(profile, pod, msg, None, pre_filter_rejected=True)
+            attempt = self._post_filter(profile, pod, msg, None, pre_filter_rejected=True)
+            attempt.rejectors = pre_filter_rejectors(pre)
+            return attempt
 
         batch = self._batch(profile)
         sig = hint = None
@@ -349,7 +389,7 @@ class GreedyScheduler:
                 self.tracer.hinted(hint)
         nominated = self.nominated_node.get(pod.idx)
         first = nominated if nominated is not None else hint  # kube tries the nominated node, else the hint, alone
-        failed_first = None
+        failed_first = first_plugin = None
         if first is not None:
             one = np.array([first], dtype=np.int64)
             if pre.nodes is None or one[0] in pre.nodes:
@@ -361,7 +401,7 @@ class GreedyScheduler:
                     if batch is not None:
                         batch.store(self.cycles, sig, hint, first, None)
                     return self._place(profile, pod, first)
-                failed_first = first
+                failed_first, first_plugin = first, out.plugins[int(out.plugin[0])]
 
         order = self.index.tree_order
         nodes = pre.candidates(order)
@@ -379,7 +419,13 @@ class GreedyScheduler:
                 if absent:
                     reasons[pre.absent_reason] += absent
                 msg = fit_error_message(self.n_nodes, reasons)
-            return self._post_filter(profile, pod, msg, outcome)
+            attempt = self._post_filter(profile, pod, msg, outcome)
+            # kube's UnschedulablePlugins: the PreFilter node subsets' plugins and each rejected node's deciding one
+            rejected = set(pre.narrowed_by) | ({first_plugin} if first_plugin else set())
+            if outcome is not None:
+                rejected |= {outcome.plugins[int(p)] for p in np.unique(outcome.plugin[outcome.code != 0])}
+            attempt.rejectors = frozenset(rejected)
+            return attempt
         if len(feasible) == 1:
             choice = int(feasible[0])
             if batch is not None:
@@ -444,6 +490,8 @@ class GreedyScheduler:
                 result = preempt(self, profile, pod, outcome)
                 if result.node is not None:
                     return self._nominate(profile, pod, result, msg)
+                if result.clear:
+                    self._drop_nomination(pod)
                 reasons.append(f"preemption: {result.message}")
         return self._unschedulable(msg, ", ".join(reasons))
 
@@ -452,15 +500,17 @@ class GreedyScheduler:
         return Attempt(None, f"{msg} {post_filter}" if msg and post_filter else msg or None, post_filter=post_filter)
 
     def _nominate(self, profile: Profile, pod: PodInfo, result, msg: str) -> Attempt:
-        """Preemption succeeded: the victims go and the pod is nominated to the node, not placed; `finish` gives
-        it the cycle that places it."""
+        """Preemption succeeded: the victims go, the pods of lower priority nominated to the node lose their
+        nomination, and the pod is nominated to the node, not placed; the victims' deletion requeues it
+        (`schedule_batch`) for the cycle that places it."""
+        for q in [q for q in self.nominated.get(result.node, ()) if q.priority < pod.priority]:
+            self._drop_nomination(q)
         for victim, _ in result.victims:
             self.state.forget(victim)
             self.pdb_disrupt(victim)
         if self.tracer is not None:
             self.tracer.failed(msg)
         self._add_nomination(pod, result.node)
-        self._retry.append(pod)
         return Attempt(result.node, evictions=result.victims, nominated=True,
                        evicted_from={v.idx: result.node for v, _ in result.victims})
 
@@ -514,17 +564,22 @@ class GreedyScheduler:
         return plan
 
 
-def merge_retries(first: dict[int, Attempt], retries: dict[int, Attempt]) -> dict[int, Attempt]:
-    """Each retried pod's outcome after its later cycle, keeping the victims (and their node) of earlier ones."""
-    out = dict(first)
-    for idx, again in retries.items():
-        before = first.get(idx)
-        if before is None:
-            out[idx] = again
-            continue
-        out[idx] = Attempt(again.node, again.reason, [*before.evictions, *again.evictions], True,
-                           again.volume_bindings, again.post_filter, {**before.evicted_from, **again.evicted_from})
-    return out
+def merge_retry(before: Attempt, again: Attempt) -> Attempt:
+    """A pod's outcome after a later cycle, keeping the victims (and their node) of earlier ones: a pod placed
+    after earlier cycles evicted for it is still a nominated placement (its victims go first)."""
+    return Attempt(again.node, again.reason, [*before.evictions, *again.evictions],
+                   again.nominated or (bool(before.evictions) and again.node is not None), again.volume_bindings,
+                   again.post_filter, {**before.evicted_from, **again.evicted_from}, again.rejectors)
+
+
+def pre_filter_rejectors(pre: PreFilterOutcome) -> frozenset[str]:
+    """kube's UnschedulablePlugins after a PreFilter rejection: the plugins whose node subsets left none, else the
+    rejecting plugin (with the subsets' plugins before it when it only returned Unschedulable)."""
+    if pre.nodes is not None and not len(pre.nodes):
+        return frozenset(pre.narrowed_by)
+    if pre.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        return frozenset({pre.plugin})
+    return frozenset({*pre.narrowed_by, pre.plugin})
 
 
 def _merge_outcomes(outcomes: list[tuple[FilterOutcome, int]]) -> FilterOutcome | None:

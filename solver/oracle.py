@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kplace.models.errors import InputError
-from kplace.models.index import ClusterIndex
+from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.plan import Eviction, Placement, Plan
 
 from .framework.config import SchedulerConfig
@@ -82,7 +82,7 @@ class Comparison:
 
 
 FIELDS = ("hint", "feasible", "scores", "plugin_scores", "top", "filters", "prefilter", "message", "nominated",
-          "victims")
+          "victims", "rejectors")
 
 
 def lockstep(index: ClusterIndex, config: SchedulerConfig | None, real: list[dict[str, Any]], *,
@@ -95,10 +95,15 @@ def lockstep(index: ClusterIndex, config: SchedulerConfig | None, real: list[dic
     on the nodes both evaluated, their reasons as sets (kube lists extended resources in map order); the rest as
     they are.
     """
-    by_pod = {c["pod"]: c for c in real}
-    mine = list(trace(index, config, respect_pdbs=respect_pdbs,
-                      follow=lambda p: (by_pod.get(p.key) or {}).get("node") or (by_pod.get(p.key) or {}).get(
-                          "nominated")))
+    by_cycle = {(c["pod"], c.get("attempt", 1)): c for c in real}
+    seen: dict[str, int] = {}
+
+    def follow(pod: PodInfo) -> str | None:
+        seen[pod.key] = seen.get(pod.key, 0) + 1
+        r = by_cycle.get((pod.key, seen[pod.key])) or {}
+        return r.get("node") or r.get("nominated")
+
+    mine = list(trace(index, config, respect_pdbs=respect_pdbs, follow=follow))
     out = Comparison()
     order_real = [c["pod"] for c in real]
     order_mine = [c["pod"] for c in mine]
@@ -106,7 +111,7 @@ def lockstep(index: ClusterIndex, config: SchedulerConfig | None, real: list[dic
         out.differences.append(f"queue order differs: kube {order_real} vs kplace {order_mine}")
     wanted = set(fields)
     for m in mine:
-        r = by_pod.get(m["pod"])
+        r = by_cycle.get((m["pod"], m["attempt"]))
         if r is None:
             continue
         out.cycles += 1
@@ -163,29 +168,33 @@ def oracle_plan(index: ClusterIndex, cycles: list[dict[str, Any]], seconds: floa
 
     state = ClusterState(index)
     bindings: dict[str, dict[str, str]] = {}
+    victims: dict[str, list[tuple[str, str]]] = {}  # pod → (victim, its node) of all its cycles
     for c in cycles:
         for victim in c.get("victims") or []:
             v = index.pod_by_key.get(victim)
             if v is not None and state.pod_node[v.idx] >= 0:
                 state.forget(v)
+        victims.setdefault(c["pod"], []).extend((v, c.get("nominated") or "") for v in c.get("victims") or [])
         node = c.get("node") or c.get("nominated")
         pod = index.pod_by_key.get(c["pod"])
+        if pod is not None and state.pod_node[pod.idx] >= 0:
+            state.forget(pod)  # nominated in an earlier cycle: this one decides where it goes
         if node and pod is not None and node in index.node_id:
             state.assume(pod, index.node_id[node])
             bindings[pod.key] = reserve(state, pod, index.node_id[node]) if pod.pod.spec.volumes else {}
-    by_pod = {c["pod"]: c for c in cycles}
+    last = {c["pod"]: c for c in cycles}
     plan = Plan(engine="kube-scheduler", seconds=seconds)
     for pod in index.pending:
-        c = by_pod.get(pod.key)
+        c = last.get(pod.key)
         if c is None:
             plan.placements.append(Placement(pod.key, None, "no scheduling cycle (gated, or another scheduler's)",
                                              pod.priority))
             continue
         node = c.get("node") or c.get("nominated")
         plan.placements.append(Placement(pod.key, node, None if node else c.get("message"), pod.priority,
-                                         nominated=bool(c.get("nominated") and not c.get("node")),
+                                         nominated=bool(node and victims[pod.key]),
                                          volume_bindings=bindings.get(pod.key, {})))
-        for victim in c.get("victims") or []:
+        for victim, at in victims[pod.key]:
             v = index.pod_by_key.get(victim)
-            plan.evictions.append(Eviction(victim, node or "", pod.key, v.priority if v else 0, False))
+            plan.evictions.append(Eviction(victim, at, pod.key, v.priority if v else 0, False))
     return plan

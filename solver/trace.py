@@ -80,22 +80,29 @@ class _Cycle:
 def trace(index: ClusterIndex, config: SchedulerConfig | None = None, *,
           follow: Callable[[PodInfo], str | None] | None = None, pods: list[PodInfo] | None = None,
           preemption: bool = True, respect_pdbs: bool = True) -> Iterator[dict[str, Any]]:
-    """The greedy engine's cycles over `pods` (default: the pending pods in queue order), one record each."""
+    """The greedy engine's cycles over one batch of `pods` (default: the pending pods in queue order), retries
+    included (`GreedyScheduler.schedule_batch`), one record each."""
     sched = GreedyScheduler(index, config, preemption=preemption, respect_pdbs=respect_pdbs)
     names = index.node_names
-    for k, pod in enumerate(index.pending if pods is None else pods):
+    queued = []
+    for pod in index.pending if pods is None else pods:
         profile = sched.config.profile_for(pod.spec.scheduler_name)
-        if profile is None or not all(p.pre_enqueue(pod)[0] for p in profile.at("preEnqueue")):
-            continue  # another scheduler's pod, or one PreEnqueue keeps out of the queue: no cycle
-        cycle = _Cycle(names, follow(pod) if follow else None)
-        sched.tracer = cycle
-        attempt = sched.schedule_one(pod)
-        rec = cycle.record
+        if profile is not None and all(p.pre_enqueue(pod)[0] for p in profile.at("preEnqueue")):
+            queued.append(pod)  # not another scheduler's pod, nor one PreEnqueue keeps out of the queue
+    attempts: dict[int, int] = {}
+
+    def before(pod: PodInfo) -> None:
+        sched.tracer = _Cycle(names, follow(pod) if follow else None)
+
+    for k, (pod, attempt) in enumerate(sched.schedule_batch(queued, before)):
+        rec = sched.tracer.record
+        attempts[pod.idx] = attempts.get(pod.idx, 0) + 1
         if attempt.node is not None and not attempt.nominated and not rec["top"]:
             rec["top"] = [names[attempt.node]]  # one feasible node: kube takes it without scoring
-        victims = [v.key for v, _ in attempt.evictions]
+        placed = attempt.node is not None and not attempt.nominated
         message = rec.pop("message", None) if attempt.nominated else attempt.reason
-        yield {"cycle": k, "pod": pod.key, "node": None if attempt.nominated or attempt.node is None
-               else names[attempt.node], **rec, "message": message,
+        yield {"cycle": k, "pod": pod.key, "attempt": attempts[pod.idx],
+               "node": names[attempt.node] if placed else None, **rec, "message": message,
                "nominated": names[attempt.node] if attempt.nominated and attempt.node is not None else None,
-               "victims": victims}
+               "victims": [v.key for v, _ in attempt.evictions],
+               "rejectors": [] if placed else sorted(attempt.rejectors)}

@@ -76,6 +76,10 @@ class Profile:
     def at(self, point: str) -> list[Plugin]:
         return self.plugins.get(point, [])
 
+    def plugin(self, name: str) -> Plugin | None:
+        """The profile's instance of plugin `name` at any extension point, or None."""
+        return next((p for ps in self.plugins.values() for p in ps if p.name == name), None)
+
 
 @dataclass
 class SchedulerConfig:
@@ -83,6 +87,8 @@ class SchedulerConfig:
     percentage_of_nodes_to_score: int = 0
     extenders: list[dict[str, Any]] = field(default_factory=list)
     source: str = "<default>"
+    pod_initial_backoff_seconds: int = 1
+    pod_max_backoff_seconds: int = 10
 
     def profile_for(self, scheduler_name: str) -> Profile | None:
         return self.profiles.get(scheduler_name)
@@ -250,7 +256,14 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     extenders = raw.get("extenders") or []
     if not isinstance(extenders, list):
         raise ConfigError(f"{source}: extenders must be a list")
-    return SchedulerConfig(profiles=profiles, percentage_of_nodes_to_score=pct, extenders=extenders, source=source)
+    initial, maximum = raw.get("podInitialBackoffSeconds", 1), raw.get("podMaxBackoffSeconds", 10)
+    if not isinstance(initial, int) or isinstance(initial, bool) or initial <= 0:
+        raise ConfigError(f"{source}: podInitialBackoffSeconds must be an integer greater than 0, got {initial!r}")
+    if not isinstance(maximum, int) or isinstance(maximum, bool) or maximum < initial:
+        raise ConfigError(f"{source}: podMaxBackoffSeconds must be an integer no less than podInitialBackoffSeconds"
+                          f" ({initial}), got {maximum!r}")
+    return SchedulerConfig(profiles=profiles, percentage_of_nodes_to_score=pct, extenders=extenders, source=source,
+                           pod_initial_backoff_seconds=initial, pod_max_backoff_seconds=maximum)
 
 
 def load_config(path: str | None, embedded: dict | None = None, policy_path: str | None = None) -> SchedulerConfig:

@@ -11,6 +11,8 @@ Filter/Score, as in kube), and an array `nodes` of node ids; it answers for all 
 - `pre_score(state, pod, cycle, nodes) -> bool`: False means Skip (the plugin adds 0 everywhere).
 - `score(state, pod, cycle, nodes) -> int64 array` of raw scores, then `normalize(scores, pod, cycle)`
   maps them to 0..100 (default: unchanged).
+- `queueing_hint(event, pod, other, index) -> bool`, for the cluster events in `hint_events` (`framework.queue`):
+  may `event` about pod `other` make `pod`, which this plugin rejected, schedulable (kube's QueueingHintFn)?
 Plugins that have no extension point simply do not define the method; `has(point)` says which exist.
 """
 
@@ -99,6 +101,8 @@ class Plugin:
     #: extension points this plugin implements, from {"queue_sort", "pre_enqueue", "pre_filter",
     #: "filter", "post_filter", "pre_score", "score"}; derived from the methods defined when left empty.
     points: ClassVar[frozenset[str]] = frozenset()
+    #: the pod events (`framework.queue`) this plugin registers a queueing hint for
+    hint_events: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.args = dict(args or {})
@@ -127,6 +131,9 @@ class Plugin:
 
     def normalize(self, scores: np.ndarray, pod: PodInfo, cycle: CycleState) -> np.ndarray:
         return scores
+
+    def queueing_hint(self, event: str, pod: PodInfo, other: PodInfo, index: Any) -> bool:
+        return True
 
 
 MAX_NODE_SCORE = 100

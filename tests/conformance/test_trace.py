@@ -14,16 +14,20 @@ def _index(objs) -> ClusterIndex:
     return ClusterIndex(build_snapshot(objs))
 
 
-def test_each_cycle_records_the_node_the_greedy_plan_chose_for_its_pod():
-    index = ClusterIndex(build_snapshot(generate("corners", seed=5)["items"]))
+def test_each_pods_last_cycle_records_the_node_the_greedy_plan_chose_for_it():
+    index = ClusterIndex(build_snapshot(generate("corners", seed=344)["items"]))
     plan = {p.pod: p.node for p in schedule_greedy(index).placements}
     cycles = list(trace(index))
     gated = {p.key for p in index.pending if p.pod.spec.scheduling_gates}
-    assert [c["pod"] for c in cycles] == [k for k in plan if k not in gated]
+    assert list(dict.fromkeys(c["pod"] for c in cycles)) == [k for k in plan if k not in gated]
+    assert len(cycles) > len(plan) - len(gated)  # this state's events requeue pods: they have later cycles
+    last = {c["pod"]: c for c in cycles}
     for c in cycles:
-        assert (c["node"] or c["nominated"]) == plan[c["pod"]]
+        assert c["attempt"] == sum(1 for d in cycles[: cycles.index(c) + 1] if d["pod"] == c["pod"])
         if c["node"] is not None:
-            assert c["node"] in c["top"] and c["node"] in c["feasible"]
+            assert c["node"] in c["top"] and c["node"] in c["feasible"] and c is last[c["pod"]]
+    for key, c in last.items():
+        assert (c["node"] or c["nominated"]) == plan[key]
 
 
 def test_the_top_nodes_are_exactly_the_feasible_nodes_with_the_highest_total():

@@ -53,6 +53,9 @@ type capture struct {
 	postNom   string  // nominated node from PostFilter
 	expVictim float64 // victims announced by preemption (metric delta)
 
+	attempt   int      // the pod's cycles so far, this one included
+	rejectors []string // UnschedulablePlugins ∪ PendingPlugins after a failure
+
 	failed    bool
 	failMsg   string
 	nominated string

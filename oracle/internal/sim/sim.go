@@ -6,10 +6,12 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,15 +19,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"kplace/oracle/internal/state"
 )
@@ -49,6 +57,8 @@ type Options struct {
 type Cycle struct {
 	Cycle          int                         `json:"cycle"`
 	Pod            string                      `json:"pod"`
+	Attempt        int                         `json:"attempt"` // this pod's cycles so far, this one included
+	Rejectors      []string                    `json:"rejectors"` // a failed pod's UnschedulablePlugins ∪ PendingPlugins
 	Profile        string                      `json:"profile"`
 	Node           *string                     `json:"node"`
 	Feasible       []string                    `json:"feasible"`
@@ -83,9 +93,23 @@ type Oracle struct {
 
 	mu  sync.Mutex
 	cur *capture
-	// attempted holds pods that already had their cycle.
-	attempted map[string]bool
+	// clock is the scheduler's: frozen but for a microsecond per pod created and per cycle, so the batch is
+	// decided at one instant (no backoff expires, no flush runs) and queue timestamps keep their order.
+	clock *testingclock.FakeClock
+	// attempts counts each pod's cycles; errored marks pods whose last cycle failed with an error (kube puts
+	// them in its error backoff queue, which only a backoff flush empties: never in a frozen batch).
+	attempts map[string]int
+	errored  map[string]bool
+	// events counts the pod events the scheduler's handlers must have finished (bindings seen, pods deleted)
+	// before the next cycle starts, so every event of a cycle reaches the queue before the next pod is popped.
+	events struct{ added, deleted, updated uint64 }
+	// version is the last resourceVersion written: the fake clientset keeps objects' own, and kube ignores an
+	// update whose resourceVersion did not change, so every pod write here gets a new one as an API server's would.
+	version int
 }
+
+// batchStart is the frozen clock's start: a whole second, so every first failure's backoff ends in one window.
+var batchStart = time.Unix(1_767_225_600, 0)
 
 func (o *Oracle) captureFor(p *v1.Pod) *capture {
 	o.mu.Lock()
@@ -114,7 +138,8 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 	if opts.Timeout == 0 {
 		opts.Timeout = 60 * time.Second
 	}
-	o := &Oracle{opts: opts, attempted: map[string]bool{}}
+	o := &Oracle{opts: opts, clock: testingclock.NewFakeClock(batchStart), attempts: map[string]int{},
+		errored: map[string]bool{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -137,6 +162,7 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 		scheduler.WithPodInitialBackoffSeconds(cfg.PodInitialBackoffSeconds),
 		scheduler.WithPodMaxBackoffSeconds(cfg.PodMaxBackoffSeconds),
 		scheduler.WithExtenders(cfg.Extenders...),
+		scheduler.WithClock(o.clock),
 	)
 	if err != nil {
 		return &ConfigError{Err: err}
@@ -159,8 +185,15 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 		return err
 	}
 
+	if err := o.waitForEvents(ctx); err != nil {
+		return err
+	}
 	enc := json.NewEncoder(opts.Out)
-	for i := 0; i < pending; i++ {
+	limit := 20*pending + 100
+	for i := 0; o.runnable(); i++ {
+		if i >= limit {
+			return fmt.Errorf("the batch did not settle after %d cycles", limit)
+		}
 		started := time.Now()
 		c, err := o.cycle(ctx)
 		if err != nil {
@@ -175,6 +208,41 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// runnable reports whether the queue would pop a pod now: one in activeQ, or (activeQ empty) one in backoffQ
+// that did not fail with an error (kube pops from backoffQ when activeQ is empty, never from its error queue).
+func (o *Oracle) runnable() bool {
+	q := o.sched.SchedulingQueue
+	if len(q.PodsInActiveQ()) > 0 {
+		return true
+	}
+	for _, p := range q.PodsInBackoffQ() {
+		if !o.errored[p.Namespace+"/"+p.Name] {
+			return true
+		}
+	}
+	return false
+}
+
+// waitForEvents waits until the scheduler's handlers finished every binding and deletion seen so far (the
+// scheduler's own event-handling histogram counts a handler when it returns).
+func (o *Oracle) waitForEvents(ctx context.Context) error {
+	count := func(label string) uint64 {
+		n, err := testutil.GetHistogramMetricCount(schedmetrics.EventHandlingLatency.WithLabelValues(label))
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	return o.waitFor(ctx, "the scheduler's event handlers", func() bool {
+		o.mu.Lock()
+		want := o.events
+		o.mu.Unlock()
+		return count(framework.EventAssignedPodAdd.Label()) >= want.added &&
+			count(framework.EventAssignedPodDelete.Label()) >= want.deleted &&
+			count(framework.EventUnscheduledPodUpdate.Label()) >= want.updated
+	})
 }
 
 // wrap installs the recording wrappers around the profiles, SchedulePod,
@@ -198,14 +266,10 @@ func (o *Oracle) wrap() {
 				return pi, err
 			}
 			key := pi.Pod.Namespace + "/" + pi.Pod.Name
-			if o.attempted[key] {
-				// One cycle per pod: a pod requeued by cluster events is dropped.
-				s.SchedulingQueue.Done(pi.Pod.UID)
-				continue
-			}
-			o.attempted[key] = true
+			o.attempts[key]++
 			o.mu.Lock()
 			o.cur = newCapture(pi.Pod)
+			o.cur.attempt = o.attempts[key]
 			o.mu.Unlock()
 			return pi, nil
 		}
@@ -250,10 +314,19 @@ func (o *Oracle) wrap() {
 			}
 			c.mu.Unlock()
 		}
+		// The FitError's plugins are what the queue files the pod under (read before the queue sees the pod: a
+		// PreEnqueue plugin gating it later adds itself to the same set).
+		var rejectors []string
+		var fitErr *framework.FitError
+		if errors.As(st.AsError(), &fitErr) {
+			rejectors = sets.List(fitErr.Diagnosis.UnschedulablePlugins.Union(fitErr.Diagnosis.PendingPlugins))
+		}
 		failure(ctx, f, pi, st, ni, start)
+		o.errored[pi.Pod.Namespace+"/"+pi.Pod.Name] = len(rejectors) == 0
 		if c := o.captureFor(pi.Pod); c != nil {
 			c.mu.Lock()
 			c.failed = true
+			c.rejectors = rejectors
 			c.mu.Unlock()
 		}
 	}
@@ -277,6 +350,7 @@ func (o *Oracle) populate(ctx context.Context, st *state.State) (int, error) {
 	}
 	for _, p := range st.Pods {
 		if !state.IsPending(p) {
+			o.events.added++
 			if err := o.createPod(ctx, p, func() bool {
 				_, err := o.sched.Cache.GetPod(p)
 				return err == nil
@@ -310,6 +384,7 @@ func (o *Oracle) populate(ctx context.Context, st *state.State) (int, error) {
 }
 
 func (o *Oracle) createPod(ctx context.Context, p *v1.Pod, seen func() bool) error {
+	o.clock.Step(time.Microsecond)
 	if _, err := o.client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("Pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
@@ -345,6 +420,7 @@ func (o *Oracle) cycle(ctx context.Context) (*capture, error) {
 		fmt.Fprintln(os.Stderr, "kube-oracle: error: timed out waiting for a pod to schedule")
 		os.Exit(1)
 	})
+	o.clock.Step(time.Microsecond)
 	started := time.Now()
 	o.sched.ScheduleOne(ctx)
 	scheduling := time.Since(started).Seconds()
@@ -398,6 +474,18 @@ func (o *Oracle) cycle(ctx context.Context) (*capture, error) {
 			return nil, err
 		}
 	}
+	c.mu.Lock()
+	bound := c.bound != "" && !c.failed
+	c.mu.Unlock()
+	o.mu.Lock()
+	if bound {
+		o.events.added++
+	}
+	o.events.deleted += uint64(len(victims))
+	o.mu.Unlock()
+	if err := o.waitForEvents(ctx); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -405,7 +493,7 @@ func (o *Oracle) output(i int, c *capture) *Cycle {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := &Cycle{
-		Cycle: i, Pod: c.key, Profile: c.prof,
+		Cycle: i, Pod: c.key, Attempt: c.attempt, Rejectors: append([]string{}, c.rejectors...), Profile: c.prof,
 		Feasible: []string{}, Scores: map[string]int64{}, PluginScores: map[string]map[string]int64{},
 		Filters: c.filter, Prefilter: c.prefilter, PrefilterNodes: c.prefilterNodes,
 		Hint: str(c.hint), Victims: append([]string{}, c.victims...), Lockstep: c.lockstep,
@@ -465,6 +553,7 @@ func (o *Oracle) installReactors() {
 				return true, nil, apierrors.NewConflict(podsGVR.GroupResource(), p.Name, fmt.Errorf("pod %s is already assigned to node %q", p.Name, p.Spec.NodeName))
 			}
 			p.Spec.NodeName = b.Target.Name
+			o.newVersion(p)
 			if err := t.Update(podsGVR, p, p.Namespace); err != nil {
 				return true, nil, err
 			}
@@ -487,12 +576,52 @@ func (o *Oracle) installReactors() {
 		}
 		return false, nil, nil
 	})
+	o.client.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		pa := a.(clienttesting.PatchAction)
+		if pa.GetPatchType() != types.StrategicMergePatchType {
+			return false, nil, nil
+		}
+		obj, err := t.Get(podsGVR, a.GetNamespace(), pa.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		old, err := json.Marshal(obj)
+		if err != nil {
+			return true, nil, err
+		}
+		merged, err := strategicpatch.StrategicMergePatch(old, pa.GetPatch(), &v1.Pod{})
+		if err != nil {
+			return true, nil, err
+		}
+		p := &v1.Pod{}
+		if err := json.Unmarshal(merged, p); err != nil {
+			return true, nil, err
+		}
+		o.newVersion(p)
+		if err := t.Update(podsGVR, p, p.Namespace); err != nil {
+			return true, nil, err
+		}
+		if p.Spec.NodeName == "" {
+			o.mu.Lock()
+			o.events.updated++ // the scheduler's handler for unscheduled pods sees it
+			o.mu.Unlock()
+		}
+		return true, p, nil
+	})
 	o.client.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		da := a.(clienttesting.DeleteAction)
 		o.recordVictim(a.GetNamespace(), da.GetName())
 		return false, nil, nil
 	})
 	o.installVolumeReactors()
+}
+
+// newVersion gives p the next resourceVersion.
+func (o *Oracle) newVersion(p *v1.Pod) {
+	o.mu.Lock()
+	o.version++
+	p.ResourceVersion = strconv.Itoa(o.version)
+	o.mu.Unlock()
 }
 
 func (o *Oracle) recordVictim(ns, name string) {

@@ -52,6 +52,7 @@ class PreemptionResult:
     node: int | None
     victims: list[tuple[PodInfo, bool]] = field(default_factory=list)
     message: str = ""
+    clear: bool = True  # a failure clears the pod's nomination (kube's result with an empty nominated node)
 
 
 @dataclass
@@ -229,7 +230,7 @@ def preempt(
 ) -> PreemptionResult:
     n_all = sched.n_nodes
     if pod.pod.spec.preemption_policy == "Never":
-        return PreemptionResult(None, message="not eligible due to preemptionPolicy=Never.")
+        return PreemptionResult(None, message="not eligible due to preemptionPolicy=Never.", clear=False)
     statuses: Counter[str] = Counter()
     potential: list[int] = []
     if outcome is not None:  # nodes rejected as Unschedulable may become feasible; the others cannot

@@ -20,6 +20,7 @@ from kplace.models.errors import ConfigError
 from kplace.models.index import PodInfo
 
 from ...framework import MAX_NODE_SCORE, Code, CycleState, FilterResult, Plugin, PreFilterResult
+from ...framework.queue import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE
 from ...framework.state import ClusterState
 from .terms import (
     DomainCounts,
@@ -70,8 +71,24 @@ class _FilterState:
         self.existing = existing
 
 
+def matches_all_terms(terms, other: PodInfo) -> bool:
+    """kube's podMatchesAllAffinityTerms as queueing hints call it: no namespace labels (a namespaceSelector
+    matches only when it is `{}`); False when there are no terms."""
+    return bool(terms) and all(t.matches(other.namespace, other.labels, {}) for t in terms)
+
+
 class InterPodAffinity(Plugin):
     name = "InterPodAffinity"
+    hint_events = frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE})
+
+    def queueing_hint(self, event: str, pod: PodInfo, other: PodInfo, index) -> bool:
+        """A pod added helps when it matches all of the pod's required affinity terms; a pod deleted, when it
+        matches all of the pod's required anti-affinity terms or the pod matches all of the deleted one's."""
+        mine = pod_terms(index, pod)
+        if event == ASSIGNED_POD_ADD:
+            return matches_all_terms(mine.required_affinity, other)
+        return (matches_all_terms(mine.required_anti, other)
+                or matches_all_terms(pod_terms(index, other).required_anti, pod))
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         super().__init__(args)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...framework import Code, CycleState, FilterResult, Plugin, PreFilterResult
 from ...framework.plugin import SUCCESS
+from ...framework.queue import ASSIGNED_POD_DELETE
 from ...framework.state import ClusterState
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -34,6 +35,12 @@ def conflicts(used: Mapping[tuple[str, str, int], int], wanted: Iterable[tuple[s
 
 class NodePorts(Plugin):
     name = "NodePorts"
+    hint_events = frozenset({ASSIGNED_POD_DELETE})
+
+    def queueing_hint(self, event: str, pod, other, index) -> bool:
+        """A deleted pod helps when it held a host port the pod wants."""
+        used = {p: 1 for p in other.host_ports if p[2] > 0}
+        return bool(used) and conflicts(used, pod.host_ports)
 
     def pre_filter(self, state: ClusterState, pod, cycle: CycleState) -> PreFilterResult:
         return SUCCESS if pod.host_ports else PreFilterResult.skip()

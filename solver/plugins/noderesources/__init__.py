@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...framework import CycleState, FilterResult, Plugin
+from ...framework.queue import ASSIGNED_POD_DELETE
 from ...framework.state import ClusterState
 from .args import LEAST, MOST, FitArgs, parse_balanced_args, parse_fit_args
 from .helpers import allocation, fit_filter, pod_requests
@@ -23,6 +24,7 @@ from .scoring import balanced_allocation, least_allocated, most_allocated, reque
 
 class NodeResourcesFit(Plugin):
     name = "NodeResourcesFit"
+    hint_events = frozenset({ASSIGNED_POD_DELETE})  # any assigned pod deleted may free what the pod lacked
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         super().__init__(args)

@@ -28,6 +28,7 @@ from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.k8s import CSINode, Pod
 
 from ...framework import Code, CycleState, FilterResult, Plugin, PreFilterResult
+from ...framework.queue import ASSIGNED_POD_DELETE
 from ...framework.state import ClusterState
 from ..volumebinding.claims import catalog, claim_class, pod_claims
 
@@ -150,6 +151,11 @@ def attached_volumes(state: ClusterState, node: int, csinode: CSINode | None) ->
 
 class NodeVolumeLimits(Plugin):
     name = NAME
+    hint_events = frozenset({ASSIGNED_POD_DELETE})
+
+    def queueing_hint(self, event: str, pod, other, index) -> bool:
+        """A deleted pod helps when it had a volume that counts against attach limits."""
+        return has_attachable(other.pod)
 
     def pre_filter(self, state: ClusterState, pod, cycle: CycleState) -> PreFilterResult:
         return PreFilterResult() if has_attachable(pod.pod) else PreFilterResult.skip()

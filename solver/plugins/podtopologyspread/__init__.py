@@ -22,6 +22,7 @@ from kplace.models.k8s import TopologySpreadConstraint
 from pydantic import ValidationError
 
 from ...framework import CycleState, FilterResult, Plugin, PreFilterResult
+from ...framework.queue import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE
 from ...framework.state import ClusterState
 from .spread import (
     SYSTEM_DEFAULT_CONSTRAINTS,
@@ -89,10 +90,17 @@ def parse_args(args: dict[str, Any] | None) -> tuple[list[TopologySpreadConstrai
 
 class PodTopologySpread(Plugin):
     name = "PodTopologySpread"
+    hint_events = frozenset({ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE})
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         super().__init__(args)
         self.default_constraints, self.system_defaulted = parse_args(args)
+
+    def queueing_hint(self, event: str, pod: PodInfo, other: PodInfo, index) -> bool:
+        """A pod of the same namespace added or deleted helps when some hard constraint's selector matches it."""
+        return other.namespace == pod.namespace and any(
+            c.selector.matches(other.labels)
+            for c in pod_constraints(index, pod, "DoNotSchedule", self.default_constraints))
 
     def pre_filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState) -> PreFilterResult:
         constraints = pod_constraints(state.index, pod, "DoNotSchedule", self.default_constraints)

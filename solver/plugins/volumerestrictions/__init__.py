@@ -20,6 +20,7 @@ import numpy as np
 from kplace.models.k8s import Pod, Volume
 
 from ...framework import Code, CycleState, FilterResult, Plugin, PreFilterResult
+from ...framework.queue import ASSIGNED_POD_DELETE
 from ...framework.state import ClusterState
 from ..volumebinding.claims import READ_WRITE_ONCE_POD, catalog, pvc_key
 
@@ -79,6 +80,18 @@ def rwop_claims(index, pod: Pod) -> tuple[list[str], str | None]:
 
 class VolumeRestrictions(Plugin):
     name = NAME
+    hint_events = frozenset({ASSIGNED_POD_DELETE})
+
+    def queueing_hint(self, event: str, pod, other, index) -> bool:
+        """A deleted pod of the same namespace helps when its volumes conflict with the pod's or it used one of
+        the pod's PVCs (kube does not read the claim's access mode here)."""
+        if other.namespace != pod.namespace:
+            return False
+        if pods_conflict(pod.pod, other.pod):
+            return True
+        claims = {v.persistent_volume_claim.claim_name for v in pod.pod.spec.volumes if v.persistent_volume_claim}
+        return any(v.persistent_volume_claim and v.persistent_volume_claim.claim_name in claims
+                   for v in other.pod.spec.volumes)
 
     def pre_filter(self, state: ClusterState, pod, cycle: CycleState) -> PreFilterResult:
         spec = pod.pod.spec
