@@ -33,7 +33,7 @@ class SearchClock:
         p = solver.parameters
         p.random_seed = self.seed
         p.num_workers = max(1, self.workers)
-        seconds = max(0.05, seconds)
+        seconds = max(0.01, seconds)
         if self.deterministic:
             p.interleave_search = True
             p.max_deterministic_time = seconds

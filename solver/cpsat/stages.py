@@ -58,12 +58,17 @@ class StageSolver:
     def __init__(self, model: cp_model.CpModel, clock: SearchClock, on_progress: Progress | None = None) -> None:
         self.model, self.clock, self.on_progress = model, clock, on_progress
 
-    def optimise(self, stage: Stage, seconds: float, gap: float = 0.0) -> StageSolve:
-        """Optimise `stage` for `seconds` on the clock, stopping within `gap` (relative) of the bound if given."""
+    def optimise(self, stage: Stage, seconds: float, gap: float = 0.0, light: bool = False) -> StageSolve:
+        """Optimise `stage` for `seconds` on the clock, stopping within `gap` (relative) of the bound if given.
+        `light` presolves once, without probing: for short searches from a complete hint, where a full presolve
+        would take longer than the search."""
         (self.model.maximize if stage.maximize else self.model.minimize)(stage.expr)
         solver = self.clock.solver(seconds)
         if gap:
             solver.parameters.relative_gap_limit = gap
+        if light:
+            solver.parameters.max_presolve_iterations = 1
+            solver.parameters.cp_model_probing_level = 0
         hook = self.on_progress
         status = solver.solve(self.model, _Callback(hook, stage.name) if hook else None)
         netted = self.clock.record(solver, status)

@@ -73,7 +73,9 @@ log = logging.getLogger(__name__)
 SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
 SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds),
 SURROGATE_PROBE = (0.25, 4000, 200)  # in two solves: a probe of 0.25 s (pro rata below 200 pods) + 1 s per 4,000
-# variables, then the rest when the probe gained more than SURROGATE_GAP on its hint
+# variables, then the rest when the probe gained more than SURROGATE_GAP on its hint; a model whose terms are all
+# node-local (no domain counts) probes a tenth as long
+LOCAL_PROBE = 0.1
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
 
 
@@ -186,6 +188,7 @@ class CpsatScheduler:
         match = GroupMatcher(self.index, groups)
         claims = post_constraints(v, groups, match, self._profile, volume_hint or {})
         terms, normalised = self._score_terms(v, groups, match)
+        local = not any(t.domains for t in terms)
         stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective, terms, normalised)
         v.add_hint(hint)
         volumes = claims.derive(hint) if claims.derive else {}
@@ -206,7 +209,7 @@ class CpsatScheduler:
                 continue
             remaining = seconds - (self._clock.now() - started)
             share = remaining * (stage.share if k < len(stages) - 1 else 1.0)
-            run = (self._solve_surrogate(runner, v, groups, stage, counts, share) if stage.surrogate
+            run = (self._solve_surrogate(runner, v, groups, stage, counts, share, local) if stage.surrogate
                    else runner.optimise(stage, max(0.05, share)))
             entry = run.entry(stage.name)
             if not run.ok:
@@ -268,26 +271,28 @@ class CpsatScheduler:
                 for g in groups}
 
     def _solve_surrogate(self, runner: StageSolver, v: Variables, groups: list[PodGroup], stage: Stage,
-                         counts: dict[int, dict[int, int]], share: float) -> StageSolve:
-        """A surrogate stage: a probe first (SURROGATE_PROBE, shorter for small models), and the rest of its
-        effort (SURROGATE_EFFORT, at most half the share: its products tick deterministic time slower than wall
-        time) only when the probe improved on the hint by more than SURROGATE_GAP (relative) — where greedy's
-        plan is already at the surrogate's optimum, or within the gap the search may stop at, the window stays
-        cheap. Both stop within SURROGATE_GAP of the bound; in deterministic mode both limits are deterministic
-        time (wall time, doubled, otherwise)."""
+                         counts: dict[int, dict[int, int]], share: float, local: bool = False) -> StageSolve:
+        """A surrogate stage: a probe first (SURROGATE_PROBE, shorter for small models, a tenth of it when every
+        term is node-local: greedy's myopia shows in the domain counts that tie pods on different nodes), and
+        the rest of its effort (SURROGATE_EFFORT, at most half the share: its products tick deterministic time
+        slower than wall time) only when the probe improved on the hint by more than SURROGATE_GAP (relative) —
+        where greedy's plan is already at the surrogate's optimum, or within the gap the search may stop at, the
+        window stays cheap. Both presolve lightly (`StageSolver.optimise`) and stop within SURROGATE_GAP of the
+        bound; in deterministic mode both limits are deterministic time (wall time, doubled, otherwise)."""
         size = len(runner.model.proto.variables)
         effort = min(share / 2, SURROGATE_EFFORT[0] + size / SURROGATE_EFFORT[1])
         pods = sum(g.size for g in groups)
-        probe = min(effort, SURROGATE_PROBE[0] * min(1.0, pods / SURROGATE_PROBE[2]) + size / SURROGATE_PROBE[1])
+        probe = SURROGATE_PROBE[0] * min(1.0, pods / SURROGATE_PROBE[2]) + size / SURROGATE_PROBE[1]
+        probe = min(effort, probe * (LOCAL_PROBE if local else 1.0))
         wall = 1.0 if self.opts.deterministic else 2.0
-        first = runner.optimise(stage, max(0.05, wall * probe), SURROGATE_GAP)
+        first = runner.optimise(stage, max(0.01, wall * probe), SURROGATE_GAP, light=True)
         rest = effort - probe
         before = stage.evaluate(counts)
         if (first.status != cp_model.FEASIBLE or rest < 0.05
                 or first.solver.objective_value - before <= SURROGATE_GAP * max(1, abs(before))):
             return first  # proven, or too little gained to search on
         v.add_hint(self._counts(v, groups, first.solver))
-        more = runner.optimise(stage, max(0.05, wall * rest), SURROGATE_GAP)
+        more = runner.optimise(stage, max(0.05, wall * rest), SURROGATE_GAP, light=True)
         return more if more.ok and more.solver.objective_value >= first.solver.objective_value else first
 
     def _score_terms(self, v: Variables, groups: list[PodGroup], match: GroupMatcher

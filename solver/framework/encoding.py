@@ -69,6 +69,7 @@ class ObjectiveTerm:
     evaluate: Callable[[Counts], int]  # the same value on counts
     exact: bool = False  # True when expr equals the plugin's part of the measure on every plan
     note: str = ""
+    domains: bool = False  # True when it counts pods per topology domain, tying pods on different nodes
 
 
 class ScoreEncoding(Protocol):
@@ -107,14 +108,15 @@ class LinearTerms:
             self.coefs.append(int(coef))
             self.evals.append(value)
 
-    def term(self, plugin: str, *, exact: bool = False, note: str = "") -> ObjectiveTerm | None:
+    def term(self, plugin: str, *, exact: bool = False, note: str = "", domains: bool = False
+             ) -> ObjectiveTerm | None:
         if not self.vars:
             return None
         from ortools.sat.python import cp_model
 
         coefs, evals = list(self.coefs), list(self.evals)
         return ObjectiveTerm(plugin, cp_model.LinearExpr.weighted_sum(self.vars, coefs),
-                             lambda c: sum(k * f(c) for k, f in zip(coefs, evals, strict=True)), exact, note)
+                             lambda c: sum(k * f(c) for k, f in zip(coefs, evals, strict=True)), exact, note, domains)
 
 
 TOLERANCE = 0.01  # lines are used while they undervalue no count by more than this share of the table's span

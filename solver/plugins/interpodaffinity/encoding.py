@@ -134,7 +134,7 @@ def affinity_term(ctx: EncodingContext) -> ObjectiveTerm | None:
                 h.model.add(s_ >= za - ub * (1 - pb))
             h.aux_hints.append((s_, hit))
             out.add(s_, round(coef), hit)
-    return out.term("InterPodAffinity", note="normalised by the hint's range")
+    return out.term("InterPodAffinity", note="normalised by the hint's range", domains=True)
 
 
 def anti_affinity_pairs(index, match) -> set[tuple[int, int, str]]:

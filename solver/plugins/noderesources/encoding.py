@@ -36,18 +36,32 @@ from ...framework.encoding import (
     piecewise,
 )
 from .args import LEAST, MOST
-from .helpers import allocation_after
+from .helpers import _columns, allocation, allocation_after, pod_requests
 
 
-def _table(ctx: EncodingContext, score_rows, gid: int, n: int, non_zero: bool, resources,
-           k_max: int | None = None) -> list[int]:
-    """SCALE · weight · k · F(L⁰ + k·r) for k = 0..k_max (default ub[g, n])."""
+def _tables(ctx: EncodingContext, scorer, wanted: list[tuple[int, int, int]], non_zero: bool, resources
+            ) -> dict[tuple[int, int], list[int]]:
+    """For each (g, n, k_max) of `wanted`: SCALE · weight · k · F(L⁰_n + k·r_g) for k = 0..k_max, F evaluated in one
+    call per group over all its nodes and counts (`scorer(g)` gives F's row function)."""
     h = ctx.handle
-    g = h.groups[gid]
-    ub = h.ub[gid][n] if k_max is None else k_max
-    req, alloc, inc = allocation_after(h.state, g.rep.idx, n, resources, non_zero, ub)
-    per_pod = np.asarray(score_rows(req, alloc, inc), dtype=np.int64)
-    return [0, *(SCALE * ctx.weight * (k + 1) * int(s) for k, s in enumerate(per_pod.tolist()))]
+    by_group: dict[int, list[tuple[int, int]]] = {}
+    for gid, n, k_max in wanted:
+        by_group.setdefault(gid, []).append((n, k_max))
+    out = {}
+    for gid, items in by_group.items():
+        g = h.groups[gid]
+        nodes = np.array([n for n, _ in items], dtype=np.int64)
+        ks = max(k for _, k in items)
+        req, alloc, inc = allocation(h.state, g.rep.idx, nodes, resources, non_zero)
+        step = pod_requests(h.state.index, g.rep.idx, resources, non_zero) * _columns(
+            h.state.index, resources, non_zero)[1]
+        rows = (req[:, None, :] + np.arange(ks)[None, :, None] * step).reshape(-1, req.shape[1])
+        per_pod = np.asarray(scorer(g)(rows, np.repeat(alloc, ks, axis=0), np.repeat(inc, ks, axis=0)),
+                             dtype=np.int64).reshape(len(nodes), ks)
+        unit = SCALE * ctx.weight
+        for i, (n, k_max) in enumerate(items):
+            out[gid, n] = [0, *(unit * (k + 1) * int(s) for k, s in enumerate(per_pod[i, :k_max].tolist()))]
+    return out
 
 
 def _loads(ctx: EncodingContext, entries, n: int, resources, non_zero: bool):
@@ -114,16 +128,19 @@ def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     h = ctx.handle
     terms = LinearTerms()
     exact = True
+    products = strategy in (LEAST, MOST)
+    tables = _tables(ctx, lambda g: plugin.score_of, [
+        (g.gid, n, h.ub[g.gid][n] if len(entries) == 1 else 1) for n, entries in h.by_node.items()
+        if len(entries) == 1 or not products for g, _ in entries], True, names)
     for n, entries in h.by_node.items():
         if len(entries) == 1:
-            _single(ctx, terms, entries, n, _table(ctx, plugin.score_of, entries[0][0].gid, n, True, names), "fit")
+            _single(ctx, terms, entries, n, tables[entries[0][0].gid, n], "fit")
             continue
-        util = _utilisation(ctx, entries, n, names, weights, True) if strategy in (LEAST, MOST) else None
+        util = _utilisation(ctx, entries, n, names, weights, True) if products else None
         if util is None:
             exact = False
             for g, var in entries:
-                first = _table(ctx, plugin.score_of, g.gid, n, True, names, k_max=1)
-                terms.add(var, first[1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
+                terms.add(var, tables[g.gid, n][1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
             continue
         exact = False
         u0, d = util
@@ -153,19 +170,20 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
         own = pod_requests(h.state.index, g.rep.idx, resources, non_zero=False)
         return lambda req, alloc, inc: balanced_allocation(req, alloc, inc, own)
 
-    for n, entries in h.by_node.items():
-        scored = [(g, var) for g, var in entries if (h.state.index.pod_req[g.rep.idx] > 0).any()
-                  and _requests_any(h, g, resources)]
+    counted = {g.gid for g in h.groups.values()
+               if (h.state.index.pod_req[g.rep.idx] > 0).any() and _requests_any(h, g, resources)}
+    on_node = {n: [(g, var) for g, var in entries if g.gid in counted] for n, entries in h.by_node.items()}
+    tables = _tables(ctx, scorer, [(g.gid, n, h.ub[g.gid][n] if len(scored) == 1 else 1)
+                                   for n, scored in on_node.items() for g, _ in scored], False, resources)
+    for n, scored in on_node.items():
         if not scored:
             continue
         if len(scored) == 1:
-            g = scored[0][0]
-            _single(ctx, terms, scored, n, _table(ctx, scorer(g), g.gid, n, False, resources), "balanced")
+            _single(ctx, terms, scored, n, tables[scored[0][0].gid, n], "balanced")
             continue
         exact = False  # the first-order coefficient: one pod of g on n at the window's start
         for g, var in scored:
-            first = _table(ctx, scorer(g), g.gid, n, False, resources, k_max=1)
-            terms.add(var, first[1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
+            terms.add(var, tables[g.gid, n][1], lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
     return terms.term("NodeResourcesBalancedAllocation", exact=exact,
                       note="" if exact else "nodes shared by several groups: first-order coefficients")
 

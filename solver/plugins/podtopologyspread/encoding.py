@@ -101,7 +101,7 @@ def spread_term(ctx: EncodingContext) -> ObjectiveTerm | None:
 
             t, value = piecewise(h, expr, values_k, f"spread_{len(h.aux_hints)}", count)
             terms.add(t, 1, value)
-    return terms.term("PodTopologySpread", note="normalised by the hint's maximum")
+    return terms.term("PodTopologySpread", note="normalised by the hint's maximum", domains=True)
 
 
 def do_not_schedule(ctx: ConstraintContext) -> None:
