@@ -4,12 +4,15 @@
    ℓ₀ < ℓ₁ < … with N_i window pods at level i, W[ℓ₀] = 1 and W[ℓ_i] = (N_{i−1} + 1) · W[ℓ_{i−1}] — one more
    pod of a level outweighs every pod of all lower levels, so a higher-priority pod is never traded.
    (When those weights would not fit in 62 bits, each level is its own stage, highest first.)
-2. with the placement fixed at its optimum, the goal, if any:
+2. with preemption, the disruption (`plugins.defaultpreemption.encoding`): minimise Σ_v W[v]·e_v, victims weighted
+   lexicographically by priority (one victim of a level outweighs every victim of the levels below), PDB
+   violations, when allowed, above all of them;
+3. with the placement (and disruption) fixed at its optimum, the goal, if any:
    - pack: minimise the number of non-empty nodes (used[n] ⇐ y[g, n] > 0 on nodes empty at the start,
      with Σ_g req[g, r] · y[g, n] ≤ free[n, r] · used[n], the strong form of bin packing's capacity);
    - balance: minimise the peak utilisation u (per mille) over nodes and over cpu and memory:
      1000 · (requested[n, r] + Σ_g req[g, r] · y[g, n]) ≤ u · alloc[n, r];
-3. the profile's score on the window's final state, with the goal fixed: maximise
+4. the profile's score on the window's final state, with the goal fixed: maximise
    SCALE · Σ_{g,n} c[g, n] · y[g, n] (the static plugins, see `domains`) + Σ_i T_i, where T_i is each
    state-dependent plugin's own term (`framework.encoding`, in the plugin's folder): its weighted score of every
    window pod on the final loads and domain counts. Where a term is not exact (kube's normalisation over the
@@ -32,7 +35,7 @@ from ortools.sat.python import cp_model
 from ..framework.encoding import SCALE, ObjectiveTerm
 from .domains import GroupDomain
 from .groups import PodGroup
-from .variables import Variables
+from .variables import EVICTED, Variables
 
 LIMIT = 2**62
 
@@ -202,9 +205,48 @@ def _break_node_symmetry(v: Variables, used: dict[int, cp_model.IntVar]) -> None
         v.symmetric.append(nodes)
 
 
+def disruption_stage(v: Variables, priority: dict[int, int], pdbs: dict[int, list[int]] | None = None,
+                     allowed: dict[int, int] | None = None) -> Stage | None:
+    """Minimise the disruption (module doc, 2.): `priority` of each victim with an e_v; `pdbs`/`allowed` (PDB →
+    its candidates, its budget) when violations are allowed, each violation then weighing more than every victim.
+    When those weights would not fit in 62 bits every victim weighs 1 (fewest victims). None without victims."""
+    if not v.evict:
+        return None
+    levels = sorted({priority[i] for i in v.evict})
+    weight, w = {}, 1
+    for lvl in levels:
+        weight[lvl] = w
+        w *= sum(1 for i in v.evict if priority[i] == lvl) + 1
+    if w >= LIMIT:
+        weight, w = dict.fromkeys(levels, 1), len(v.evict) + 1
+    coef = {i: weight[priority[i]] for i in v.evict}
+    expr = cp_model.LinearExpr.weighted_sum([v.evict[i] for i in coef], list(coef.values()))
+    over: list[tuple[list[int], int, object]] = []
+    for b, members in (pdbs or {}).items():
+        mine = [i for i in members if i in v.evict]
+        if len(mine) > (allowed or {}).get(b, 0):
+            viol = v.model.new_int_var(0, len(mine), f"pdb_violations_{b}")
+            v.model.add(viol >= sum(v.evict[i] for i in mine) - allowed[b])
+            over.append((mine, allowed[b], viol))
+            expr += w * viol
+
+    def evaluate(counts, coef=coef, over=tuple(over), w=w):
+        gone = counts.get(EVICTED, {})
+        return sum(c for i, c in coef.items() if gone.get(i)) + w * sum(
+            max(0, sum(1 for i in mine if gone.get(i)) - budget) for mine, budget, _ in over)
+
+    for mine, budget, viol in over:
+        v.aux_hints.append((viol, lambda c, mine=mine, budget=budget: max(
+            0, sum(1 for i in mine if c.get(EVICTED, {}).get(i)) - budget)))
+    return Stage("disruption (victims by priority)", expr, False, evaluate, best=0)
+
+
 def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain], goal: str,
-                     terms: list[ObjectiveTerm], normalised: list[str]) -> list[Stage]:
+                     terms: list[ObjectiveTerm], normalised: list[str], disruption: Stage | None = None
+                     ) -> list[Stage]:
     stages = placement_stages(v, groups)
+    if disruption is not None:
+        stages.append(disruption)
     score = score_stage(v, groups, domains, terms, normalised)
     goal_s = goal_stage(v, goal)
     if goal_s is None:

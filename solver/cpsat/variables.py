@@ -5,6 +5,10 @@
 
 `domain_sum(g, key, v)` is Σ y[g, n] over g's nodes whose label `key` has value id v: the count of g's pods
 in one topology domain, the unit every inter-pod rule is written in.
+
+With preemption (`plugins.defaultpreemption.encoding`), e_v = 1 when bound pod v is evicted, and a group's ub
+counts what the candidates below its priority would free on the node. Counts (hints, solutions) carry the evicted
+pods under the key EVICTED: {victim idx: 1}.
 """
 
 from __future__ import annotations
@@ -17,22 +21,31 @@ from ortools.sat.python import cp_model
 from ..framework.state import ClusterState
 from .groups import PodGroup
 
+EVICTED = -1  # the key of counts under which the evicted victims are ({victim idx: 1})
 
-def fit_bound(state: ClusterState, group: PodGroup, nodes: np.ndarray) -> np.ndarray:
-    """Per node of `nodes`, how many pods of `group` fit alone on the node at the window's start."""
+
+def fit_bound(state: ClusterState, group: PodGroup, nodes: np.ndarray,
+              freed: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    """Per node of `nodes`, how many pods of `group` fit alone on the node at the window's start (with what
+    `freed` — per node, resources then pod slots — would give back)."""
     index = state.index
     req = index.pod_req[group.rep.idx]
     free = np.take(index.alloc, nodes, axis=0) - np.take(state.requested, nodes, axis=0)  # take: fast row gathers
+    slots = np.maximum(index.max_pods[nodes] - state.pod_count[nodes], 0)
+    if freed:
+        for i, n in enumerate(nodes.tolist()):
+            if n in freed:
+                free[i] += freed[n][:-1]
+                slots[i] += freed[n][-1]
     ub = np.full(len(nodes), group.size, dtype=np.int64)
     for r in np.flatnonzero(req > 0).tolist():
         ub = np.minimum(ub, np.maximum(free[:, r], 0) // req[r])
-    slots = np.maximum(index.max_pods[nodes] - state.pod_count[nodes], 0)
     return np.minimum(ub, slots)
 
 
 class Variables:
     def __init__(self, model: cp_model.CpModel, state: ClusterState, groups: list[PodGroup],
-                 scope: dict[int, np.ndarray]) -> None:
+                 scope: dict[int, np.ndarray], freed: dict[int, dict[int, np.ndarray]] | None = None) -> None:
         self.model = model
         self.state = state
         self.groups = {g.gid: g for g in groups}
@@ -49,9 +62,11 @@ class Variables:
         self.coefficients: dict[int, dict[int, int]] = {}
         self.aux_hints: list[tuple[cp_model.IntVar, object]] = []
         """Auxiliary variables and how to derive their value from a y-hint (so hints stay complete)."""
+        self.evict: dict[int, cp_model.IntVar] = {}  # victim idx → e_v
+        self.victims_on: dict[int, list[tuple[object, cp_model.IntVar]]] = {}  # node → [(victim, e_v)]
         for g in groups:
             nodes = scope[g.gid]
-            bounds = fit_bound(state, g, nodes)
+            bounds = fit_bound(state, g, nodes, (freed or {}).get(g.gid))
             ys, ubs = {}, {}
             for n, ub in zip(nodes.tolist(), bounds.tolist(), strict=True):
                 if ub <= 0:
@@ -121,12 +136,13 @@ class Variables:
         if not self.symmetric:
             return counts
         out = {gid: dict(c) for gid, c in counts.items()}
+        placed = {gid: c for gid, c in counts.items() if gid != EVICTED}
         for nodes in self.symmetric:
-            busy = [n for n in nodes if any(c.get(n, 0) for c in counts.values())]
+            busy = [n for n in nodes if any(c.get(n, 0) for c in placed.values())]
             mapping = dict(zip(busy, nodes, strict=False))
             if all(a == b for a, b in mapping.items()):
                 continue
-            for gid, c in counts.items():
+            for gid, c in placed.items():
                 moved = {n: c[n] for n in nodes if n in c}
                 for n in moved:
                     out[gid].pop(n, None)
@@ -151,6 +167,10 @@ class Variables:
             for n, var in ys.items():
                 idx.append(var.index)
                 vals.append(min(hint.get(n, 0), ubs[n]))
+        evicted = counts.get(EVICTED, {})
+        for victim, var in self.evict.items():
+            idx.append(var.index)
+            vals.append(1 if evicted.get(victim) else 0)
         for var, derive in self.aux_hints:
             idx.append(var.index)
             vals.append(int(derive(counts)))

@@ -20,6 +20,7 @@ parallel portfolio instead.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import Counter
@@ -41,13 +42,15 @@ from ..framework.state import ClusterState
 from ..greedy import GreedyScheduler, unimplemented_warnings
 from ..measure import measure
 from ..plugins import encodings
+from ..plugins.defaultpreemption.encoding import Victims, candidates, freed_on, may_preempt, violating
+from ..plugins.defaultpreemption.encoding import post as post_victims
 from .builder import post_constraints
 from .clock import SearchClock
 from .domains import GroupDomain, group_domain
 from .groups import GroupMatcher, PodGroup, group_pods
-from .objective import Stage, objective_stages
+from .objective import Stage, disruption_stage, objective_stages
 from .stages import StageSolve, StageSolver
-from .variables import Variables
+from .variables import EVICTED, Variables
 
 
 @dataclass
@@ -60,6 +63,7 @@ class CpsatOptions:
     scope: int = 32  # nodes per group kept in the model, at least (plus 4 per pod and greedy's nodes; 2× with a goal)
     deterministic: bool = True
     tie_break: str = "order"
+    allow_pdb_violations: bool = False  # preemption may take a PDB below zero, at the highest disruption cost
     # Optional progress hook: called as on_progress(seconds, objective, bound, stage) at every solution CP-SAT
     # finds and once at the end of each solve (seconds: that solve's wall time). Observes only; None: no hook.
     on_progress: Callable[[float, float, float, str], None] | None = None
@@ -124,6 +128,13 @@ def _lex_less(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
     return [c for _, c in a] < [c for _, c in b]
 
 
+def _disruptions(*plans: tuple[list[PodInfo], set[int]]) -> list[list[int]]:
+    """Each plan's (victims, PDB-violating victim idx) disruption as a vector compared lexicographically (less is
+    better): PDB violations, then the victims at each priority any plan evicts at, from the highest down."""
+    levels = sorted({v.priority for victims, _ in plans for v in victims}, reverse=True)
+    return [[len(bad), *(sum(1 for v in victims if v.priority == lvl) for lvl in levels)] for victims, bad in plans]
+
+
 class CpsatScheduler:
     def __init__(self, index: ClusterIndex, config: SchedulerConfig | None = None,
                  options: CpsatOptions | None = None) -> None:
@@ -156,10 +167,16 @@ class CpsatScheduler:
         return np.array(sorted(chosen), dtype=np.int64)
 
     def _components(self, groups: list[PodGroup], scope: dict[int, np.ndarray],
-                     match: GroupMatcher) -> list[list[PodGroup]]:
-        """Connected components of the graph joining groups tied by a rule (networkx) or a shared node."""
+                     match: GroupMatcher, victims: Victims | None = None) -> list[list[PodGroup]]:
+        """Connected components of the graph joining groups tied by a rule (networkx), a shared node, or candidate
+        victims under one PodDisruptionBudget (its budget is shared)."""
         graph = nx.Graph()
         graph.add_nodes_from(g.gid for g in groups)
+        if victims is not None:
+            for members in victims.pdbs.values():
+                hosts = {victims.node[i] for i in members}
+                tied = [g.gid for g in groups if hosts.intersection(scope[g.gid].tolist())]
+                graph.add_edges_from(itertools.pairwise(tied))
         for encoding in encodings().values():
             if encoding.ties is not None:
                 graph.add_edges_from(encoding.ties(self.index, match))
@@ -178,18 +195,26 @@ class CpsatScheduler:
     def _solve_component(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
                          scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]], seconds: float,
                          volume_hint: dict[str, str] | None = None,
-                         reference: dict[int, dict[int, int]] | None = None) -> ComponentResult:
+                         reference: dict[int, dict[int, int]] | None = None, victims: Victims | None = None,
+                         freed: dict[int, dict[int, np.ndarray]] | None = None) -> ComponentResult:
         """Solve one component's stages from `hint`; each stage's "greedy" figure is `reference` (greedy's
         counts; the hint when not given) evaluated on the same expression. When some group is scoped and pods
         stay out, the scoped optimum proves nothing for the whole domains: the result is not optimal, placed
         stages report their trivial bound (every pod placed) and every stage says `"scoped": true`."""
         model = cp_model.CpModel()
-        v = Variables(model, self.state, groups, scope)
+        v = Variables(model, self.state, groups, scope, freed)
         match = GroupMatcher(self.index, groups)
+        disruption = None
+        if victims is not None:
+            respect = not self.opts.allow_pdb_violations
+            post_victims(v, victims, groups, self._profile, respect)
+            disruption = disruption_stage(v, {p.idx: p.priority for p in victims.pods},
+                                          None if respect else victims.pdbs, victims.allowed)
         claims = post_constraints(v, groups, match, self._profile, volume_hint or {})
         terms, normalised = self._score_terms(v, groups, match)
         local = not any(t.domains for t in terms)
-        stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective, terms, normalised)
+        stages: list[Stage] = objective_stages(v, groups, domains, self.opts.objective, terms, normalised,
+                                               disruption)
         v.add_hint(hint)
         volumes = claims.derive(hint) if claims.derive else {}
         runner = StageSolver(model, self._clock, self.opts.on_progress)
@@ -243,7 +268,7 @@ class CpsatScheduler:
         scoped = any(len(scope[g.gid]) < len(domains[g.gid].nodes) for g in groups) and any(
             sum(counts.get(g.gid, {}).values()) < g.size for g in groups)
         optimal &= not scoped
-        capacity = self._capacity_counts(groups, domains, v)
+        capacity = self._capacity_counts(groups, domains, v, victims)
         last = max((k for k, entry in enumerate(info) if "bound" in entry), default=-1)  # what `bound` is from
         for k, (stage, entry) in enumerate(zip(stages, info, strict=False)):
             if scoped:
@@ -267,8 +292,11 @@ class CpsatScheduler:
 
     @staticmethod
     def _counts(v: Variables, groups: list[PodGroup], solver: cp_model.CpSolver) -> dict[int, dict[int, int]]:
-        return {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
-                for g in groups}
+        out = {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)}
+               for g in groups}
+        if v.evict:
+            out[EVICTED] = {i: 1 for i, e in v.evict.items() if solver.value(e)}
+        return out
 
     def _solve_surrogate(self, runner: StageSolver, v: Variables, groups: list[PodGroup], stage: Stage,
                          counts: dict[int, dict[int, int]], share: float, local: bool = False) -> StageSolve:
@@ -314,7 +342,7 @@ class CpsatScheduler:
         return terms, normalised
 
     def _capacity_counts(self, groups: list[PodGroup], domains: dict[int, GroupDomain],
-                         v: Variables) -> dict[int, dict[int, int]]:
+                         v: Variables, victims: Victims | None = None) -> dict[int, dict[int, int]]:
         """Counts that make a placed stage's expression equal a bound from capacity alone, valid on whole domains.
         Per priority level l and resource r (pod slots included), no plan places more than k_l(r) of the level's
         pods, the most whose smallest requests of r fit in the free r of every node some of them may use:
@@ -323,6 +351,8 @@ class CpsatScheduler:
         index, state = self.index, self.state
         free = np.column_stack([np.maximum(index.alloc - state.requested, 0),
                                 np.maximum(index.max_pods - state.pod_count, 0)])
+        for victim in victims.pods if victims is not None else ():  # what evicting every candidate would free
+            free[victims.node[victim.idx]] += np.append(index.pod_req[victim.idx], 1)
         out: dict[int, dict[int, int]] = {}
         for level in {g.priority for g in groups}:
             members = [g for g in groups if g.priority == level and v.y[g.gid]]
@@ -354,38 +384,57 @@ class CpsatScheduler:
         volume_hint = {k: pv for a in base.hint_attempts.values() for k, pv in a.volume_bindings.items()}
         self._reference = base.hint_state
         encoded = frozenset(name for name, e in encodings().items() if e.score is not None)
-        domains = {g.gid: self._domain(g, encoded) for g in groups}
+        victims = self._victims(groups, base)
+        domains = self._domains(groups, encoded, victims)
+        if victims is not None and self._representable(base.fallback_attempts, victims):
+            # greedy's preemption plan is a solution of the model: the reference, and the hint when it places more
+            fallback = _greedy_counts(groups, base.fallback_state) | {
+                EVICTED: {v.idx: 1 for a in base.fallback_attempts.values() for v, _ in a.evictions}}
+            if _lex_less(_attempts_vector(pods, base.hint_attempts), _attempts_vector(pods, base.fallback_attempts)):
+                hint = fallback
+            reference = fallback
         scope = {g.gid: self._scope(g, domains[g.gid], {**hint[g.gid], **reference[g.gid]}) for g in groups}
-        comps = self._components(groups, scope, GroupMatcher(self.index, groups))
+        comps = self._components(groups, scope, GroupMatcher(self.index, groups), victims)
+        freed = None if victims is None else {g.gid: freed_on(victims, self.index, g.priority) for g in groups
+                                              if may_preempt(g.rep, self._profile(g.rep))}
         solved = self._solve_components(comps, domains, scope, hint, reference, volume_hint,
                                         seconds if self.opts.deterministic
-                                        else max(0.05, seconds - (time.perf_counter() - started)))
+                                        else max(0.05, seconds - (time.perf_counter() - started)), victims, freed)
 
         cpsat_nodes = self._assign(groups, solved.counts)
+        evicted = [self.index.pods[i] for i in sorted(solved.counts.get(EVICTED, {}))]
         cp_vec = _placed_vector(pods, {i for i, n in cpsat_nodes.items() if n is not None})
         fallback = base.fallback_attempts
         fb_vec = _attempts_vector(pods, fallback)
         evictions: list = []
         measures: dict[str, Any] = {}
+        cp_dis, fb_dis = _disruptions(
+            (evicted, violating(victims, [v.idx for v in evicted]) if victims else set()),
+            ([v for a in fallback.values() for v, _ in a.evictions],
+             {v.idx for a in fallback.values() for v, bad in a.evictions if bad}))
+        if solved.ok and cp_vec == fb_vec and cp_dis > fb_dis:
+            solved.ok = False  # CP-SAT disrupts more for no more pods: greedy's plan stands
         if solved.ok and not _lex_less(cp_vec, fb_vec):
             before, self.state = self.state, self.state.fork()
+            for victim in evicted:
+                self.state.forget(victim)
             bindings: dict[int, dict[str, str]] = {}
             for p in pods:  # queue order: the first pod of a claim reports its binding, as in greedy plans
                 if cpsat_nodes[p.idx] is not None:
                     self.state.assume(p, cpsat_nodes[p.idx])
                     bindings[p.idx] = self._reserve(p, cpsat_nodes[p.idx], solved.volumes)
             status = "OPTIMAL" if solved.optimal else "FEASIBLE"
-            placements = self._placements(pods, cpsat_nodes, {}, bindings)
-            for p in pods:  # kube's message ends with what PostFilter (preemption) found: greedy's, as CP-SAT does
-                # not preempt
+            evictions = self._preemptors(pods, cpsat_nodes, evicted, victims)
+            placements = self._placements(pods, cpsat_nodes, {}, bindings, {n for _, n, _, _ in evictions})
+            for p in pods:  # kube's message ends with what PostFilter (preemption) found: greedy's
                 if cpsat_nodes[p.idx] is None and fallback[p.idx].node is None and fallback[p.idx].post_filter:
                     self._post_filter[p.key] = fallback[p.idx].post_filter
             measures = self._measures(groups, cpsat_nodes, fallback, base.fallback_state)
             goal_tied = self.opts.objective == "default" or solved.objective == solved.greedy_objective
-            if cp_vec == fb_vec and goal_tied and measures["cpsat"] < measures["greedy"] and not any(
-                    a.evictions for a in fallback.values()):
+            if cp_vec == fb_vec and cp_dis == fb_dis and goal_tied and measures["cpsat"] < measures["greedy"]:
                 self.state = before  # greedy's plan scores better on the final state: it stands
                 solved.ok = False
+                evictions = []
                 measures["kept"] = "greedy (its score measure is higher)"
         if not solved.ok or _lex_less(cp_vec, fb_vec):
             # no CP-SAT plan as good as greedy's: the reordered greedy pass the search started from when it
@@ -406,6 +455,57 @@ class CpsatScheduler:
         if measures:
             window["measure"] = measures
         return window, placements, evictions
+
+    def _victims(self, groups: list[PodGroup], base: _Baselines) -> Victims | None:
+        """The candidate victims (`defaultpreemption.encoding`) when the window may need them: the default
+        objective and greedy without preemption leaving some pod out."""
+        if self.opts.objective != "default" or base.greedy_placed == sum(g.size for g in groups):
+            return None
+        victims = candidates(self.state, [g.rep for g in groups], self._profile)
+        return victims if victims.pods else None
+
+    def _domains(self, groups: list[PodGroup], encoded: frozenset[str], victims: Victims | None
+                 ) -> dict[int, GroupDomain]:
+        """Each group's domain; a group that may preempt gets the nodes its filters pass once the candidates
+        below its priority are gone (the model decides which go)."""
+        out, without = {}, {}
+        for g in groups:
+            gone = victims.below(g.priority) if victims is not None and may_preempt(g.rep, self._profile(g.rep)) \
+                else []
+            if not gone:
+                out[g.gid] = self._domain(g, encoded)
+                continue
+            if g.priority not in without:
+                state = self.state.fork()
+                for v in gone:
+                    state.forget(v)
+                without[g.priority] = state
+            here, self.state = self.state, without[g.priority]
+            try:
+                out[g.gid] = self._domain(g, encoded)
+            finally:
+                self.state = here
+        return out
+
+    @staticmethod
+    def _representable(attempts: dict, victims: Victims) -> bool:
+        """Whether greedy's plan's evictions are all candidates of the model."""
+        return all(v.idx in victims.node for a in attempts.values() for v, _ in a.evictions)
+
+    def _preemptors(self, pods: list[PodInfo], nodes: dict[int, int | None], evicted: list[PodInfo],
+                    victims: Victims | None) -> list[tuple[PodInfo, int, PodInfo, bool]]:
+        """(victim, node, preemptor, violates a PDB) per evicted pod: its preemptor is the window pod of highest
+        priority on its node that may preempt (the first in queue order among equals)."""
+        if not evicted:
+            return []
+        bad = violating(victims, [v.idx for v in evicted]) if victims is not None else set()
+        out = []
+        for v in evicted:
+            node = victims.node[v.idx]
+            there = [p for p in pods if nodes[p.idx] == node and p.priority > v.priority
+                     and may_preempt(p, self._profile(p))]
+            out.append((v, node, max(there, key=lambda p: p.priority), v.idx in bad))
+        return out
 
     def _measures(self, groups: list[PodGroup], nodes: dict[int, int | None], fallback: dict,
                   fallback_state: ClusterState) -> dict[str, Any]:
@@ -456,9 +556,11 @@ class CpsatScheduler:
     def _solve_components(self, comps: list[list[PodGroup]], domains: dict[int, GroupDomain],
                           scope: dict[int, np.ndarray], hint: dict[int, dict[int, int]],
                           reference: dict[int, dict[int, int]], volume_hint: dict[str, str],
-                          budget: float) -> ComponentResult:
+                          budget: float, victims: Victims | None = None,
+                          freed: dict[int, dict[int, np.ndarray]] | None = None) -> ComponentResult:
         """Solve each component in its share of the budget (by model size) and merge the results; a scoped
-        model whose plan leaves pods out is retried with full domains from that plan. When greedy already
+        model whose plan leaves pods out is retried with full domains from that plan (not with preemption: its
+        evictions are decided on the scopes' nodes, each in one component). When greedy already
         leaves pods of a scoped component out, the scoped solve gets half the share, so the retry (whose
         bounds hold for the whole domains) has time too."""
         sizes = [sum(len(scope[g.gid]) for g in c) + 1 for c in comps]
@@ -469,27 +571,33 @@ class CpsatScheduler:
                 continue
             comp_budget = budget * size / sum(sizes)
             comp_started = self._clock.now()
-            ref = {g.gid: reference[g.gid] for g in comp}
+            mine = self._evictions_on(victims, {n for g in comp for n in scope[g.gid].tolist()})
+            ref = {g.gid: reference[g.gid] for g in comp} | {EVICTED: mine(reference)}
+            start = {g.gid: hint[g.gid] for g in comp} | {EVICTED: mine(hint)}
             scoped = [g for g in comp if len(scope[g.gid]) < len(domains[g.gid].nodes)]
             short = any(sum(ref[g.gid].values()) < g.size for g in comp)
             try:
-                res = self._solve_component(comp, domains, scope, {g.gid: hint[g.gid] for g in comp},
-                                            comp_budget / 2 if scoped and short else comp_budget, volume_hint, ref)
+                res = self._solve_component(comp, domains, scope, start,
+                                            comp_budget / 2 if scoped and short else comp_budget, volume_hint, ref,
+                                            victims, freed)
             except Exception as exc:  # the window keeps greedy's plan rather than failing
                 log.exception("building or solving a model of %d groups failed", len(comp))
-                res = ComponentResult({g.gid: hint[g.gid] for g in comp}, False, 0, 0, 0,
+                res = ComponentResult(start, False, 0, 0, 0,
                                       [{"stage": "model", "status": "ERROR", "error": internal_error(exc)}], ok=False)
             left = comp_budget - (self._clock.now() - comp_started)
             unplaced = any(sum(res.counts.get(g.gid, {}).values()) < g.size for g in comp)
-            if res.ok and scoped and unplaced and left > 0.1:
+            if res.ok and scoped and unplaced and left > 0.1 and victims is None:  # evictions stay in the scopes
                 full = {g.gid: domains[g.gid].nodes if g in scoped else scope[g.gid] for g in comp}
                 retry = self._solve_component(comp, domains, full, res.counts, left, {**volume_hint, **res.volumes},
-                                              ref)
+                                              ref, victims, freed)
                 if retry.ok:
                     retry.stages = [*res.stages, *({**s, "stage": s["stage"] + " (full domains)"}
                                                    for s in retry.stages)]
                     res = retry
+            evicted = {**merged.counts.get(EVICTED, {}), **mine(res.counts)}
             merged.counts.update(res.counts)
+            if evicted:
+                merged.counts[EVICTED] = evicted
             merged.volumes.update(res.volumes)
             merged.optimal &= res.optimal
             merged.ok &= res.ok
@@ -498,6 +606,14 @@ class CpsatScheduler:
             merged.greedy_objective += res.greedy_objective
             merged.stages.extend(res.stages)
         return merged
+
+    @staticmethod
+    def _evictions_on(victims: Victims | None, nodes: set[int]) -> Callable[[dict], dict[int, int]]:
+        """counts → the evictions it holds of victims on `nodes` (a component's)."""
+        def pick(counts: dict) -> dict[int, int]:
+            gone = counts.get(EVICTED, {})
+            return {i: 1 for i in gone if victims is not None and victims.node.get(i) in nodes}
+        return pick
 
     def _reordered_hints(self, pods: list[PodInfo], short: bool):
         """Plans of the greedy engine (no preemption) taking the window's pods in another order, higher
@@ -554,13 +670,15 @@ class CpsatScheduler:
         return {**out, **reserve(self.state, pod, node)}
 
     def _placements(self, pods: list[PodInfo], nodes: dict[int, int | None], attempts: dict,
-                    bindings: dict[int, dict[str, str]]) -> list[Placement]:
+                    bindings: dict[int, dict[str, str]], preempted: set[int] = frozenset()) -> list[Placement]:
+        """The window's placements; a pod on a node of `preempted` (where victims go) waits for them, as a
+        nominated pod does."""
         names = self.index.node_names
         out = []
         for p in pods:
             n, a = nodes[p.idx], attempts.get(p.idx)
             if n is not None:
-                out.append(Placement(p.key, names[n], None, p.priority, bool(a and a.nominated),
+                out.append(Placement(p.key, names[n], None, p.priority, bool(a and a.nominated) or n in preempted,
                                      dict(bindings.get(p.idx, {}))))
             else:
                 out.append(Placement(p.key, None, a.reason if a else None, p.priority))

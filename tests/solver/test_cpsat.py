@@ -4,6 +4,7 @@ import pytest
 from kplace.solver.cpsat import CpsatOptions, schedule_cpsat
 from kplace.solver.greedy import schedule_greedy
 from kplace.solver.testing import build_state, node, pod
+from kplace.solver.verify import verify_plan
 
 OPTS = CpsatOptions(time_limit=5, workers=1)
 ZONE = "topology.kubernetes.io/zone"
@@ -15,6 +16,10 @@ def _ts(i: int) -> str:
 
 def _placed(plan) -> dict[str, str | None]:
     return {p.pod.split("/", 1)[1]: p.node for p in plan.placements}
+
+
+def _on(plan) -> dict[str, str]:
+    return {pod: n for pod, n in _placed(plan).items() if n is not None}
 
 
 def _anti(app: str, key: str = "kubernetes.io/hostname") -> dict:
@@ -233,16 +238,71 @@ def test_identical_pods_become_one_group_and_independent_pools_separate_models()
     assert window["components"] == 2
 
 
-def test_when_greedy_needs_preemption_the_window_falls_back_to_greedys_plan():
+def test_a_window_that_needs_preemption_evicts_in_its_own_model_and_names_the_preemptor():
     state = build_state(
         node("a", cpu="2"),
         pod("victim", cpu="2", node_name="a", priority=0),
         pod("urgent", cpu="2", priority=1000),
     )
     plan = schedule_cpsat(state.index, options=OPTS)
-    assert plan.windows[0]["status"] == "FALLBACK"
+    assert plan.windows[0]["status"] != "FALLBACK"
+    assert [s["stage"] for s in plan.windows[0]["stages"]][:2] == ["placed", "disruption (victims by priority)"]
     assert _placed(plan)["urgent"] == "a"
-    assert [e.pod for e in plan.evictions] == ["default/victim"]
+    assert [(e.pod, e.node, e.preemptor) for e in plan.evictions] == [("default/victim", "a", "default/urgent")]
+    assert next(p for p in plan.placements if p.pod == "default/urgent").nominated  # the binder evicts first
+    assert verify_plan(state.index, plan) == []
+
+
+def test_the_window_places_a_batch_of_preemptors_with_fewer_evictions_than_kube_one_pod_at_a_time():
+    # kube puts "small" on the empty node (its best score), so "big" must evict "low"; the window puts "small"
+    # beside "low" and "big" on the empty node: nobody is evicted
+    state = build_state(
+        node("a", cpu="2"), node("b", cpu="2"),
+        pod("low", cpu="1", node_name="b", priority=10),
+        pod("small", cpu="1", priority=1000, creation=_ts(0)),
+        pod("big", cpu="2", priority=1000, creation=_ts(1)),
+    )
+    greedy = schedule_greedy(state.index)
+    assert [e.pod for e in greedy.evictions] == ["default/low"]
+    plan = schedule_cpsat(state.index, options=OPTS)
+    assert _on(plan) == {"small": "b", "big": "a"} and plan.evictions == []
+
+
+def test_preemption_in_the_window_evicts_the_fewest_pods_of_the_lowest_priority_it_can():
+    state = build_state(
+        node("a", cpu="2"), node("b", cpu="2"), node("c", cpu="2"),
+        pod("mid", cpu="2", node_name="a", priority=500),
+        pod("low-1", cpu="1", node_name="b", priority=10), pod("low-2", cpu="1", node_name="b", priority=10),
+        pod("low-3", cpu="2", node_name="c", priority=10),
+        pod("urgent", cpu="2", priority=1000),
+    )
+    plan = schedule_cpsat(state.index, options=OPTS)
+    assert _on(plan) == {"urgent": "c"} and [e.pod for e in plan.evictions] == ["default/low-3"]
+    assert verify_plan(state.index, plan) == []
+
+
+def _pdb(name: str, labels: dict, allowed: int) -> dict:
+    return {"kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"selector": {"matchLabels": labels}, "maxUnavailable": allowed},
+            "status": {"disruptionsAllowed": allowed, "expectedPods": 1, "currentHealthy": 1, "desiredHealthy": 1}}
+
+
+def test_the_window_never_evicts_what_a_pdb_protects_unless_violations_are_allowed():
+    objs = [node("a", cpu="2"), pod("guarded", cpu="2", node_name="a", priority=0, labels={"app": "db"}),
+            _pdb("db", {"app": "db"}, 0), pod("urgent", cpu="2", priority=1000)]
+    state = build_state(*objs)
+    plan = schedule_cpsat(state.index, options=OPTS)
+    assert _on(plan) == {} and plan.evictions == []
+    allowed = schedule_cpsat(state.index, options=CpsatOptions(time_limit=2, allow_pdb_violations=True))
+    assert _on(allowed) == {"urgent": "a"}
+    assert [(e.pod, e.pdb_violation) for e in allowed.evictions] == [("default/guarded", True)]
+
+
+def test_a_pod_that_may_not_preempt_evicts_nobody_in_the_window():
+    state = build_state(node("a", cpu="2"), pod("victim", cpu="2", node_name="a", priority=0),
+                        pod("polite", cpu="2", priority=1000, spec={"preemptionPolicy": "Never"}))
+    plan = schedule_cpsat(state.index, options=OPTS)
+    assert _on(plan) == {} and plan.evictions == []
 
 
 @pytest.mark.parametrize("objective", ["default", "pack", "balance"])

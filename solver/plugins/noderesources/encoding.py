@@ -196,8 +196,9 @@ def _requests_any(h, g, resources) -> bool:
 
 
 def capacity(ctx: ConstraintContext) -> None:
-    """Capacity, for every node n and resource r a group requests: Σ_g req[g, r] · y[g, n] ≤ free[n, r] (only where
-    the variables' bounds alone do not guarantee it); pod slots: Σ_g y[g, n] ≤ maxPods[n] − pods[n]."""
+    """Capacity, for every node n and resource r a group requests: Σ_g req[g, r] · y[g, n] ≤ free[n, r] + Σ_{v on n}
+    req[v, r] · e_v (the victims evicted there, `defaultpreemption.encoding`), posted only where the variables'
+    bounds alone do not guarantee it; pod slots: Σ_g y[g, n] ≤ maxPods[n] − pods[n] + Σ_{v on n} e_v."""
     v = ctx.handle
     state, index = v.state, v.state.index
     for n, entries in v.by_node.items():
@@ -205,14 +206,20 @@ def capacity(ctx: ConstraintContext) -> None:
         reqs = index.pod_req[[g.rep.idx for g, _ in entries]]
         ubs = np.array([v.ub[g.gid][n] for g, _ in entries], dtype=np.int64)
         variables = [var for _, var in entries]
+        victims = v.victims_on.get(n, [])
+        evicts = [e for _, e in victims]
+        freed = index.pod_req[[p.idx for p, _ in victims]] if victims else None
         worst = ubs @ reqs
         for r in np.flatnonzero(worst > free).tolist():  # only where the bounds alone do not guarantee it
             nz = np.flatnonzero(reqs[:, r] > 0).tolist()
-            v.model.add(cp_model.LinearExpr.weighted_sum([variables[i] for i in nz], reqs[nz, r].tolist())
+            gone = [] if freed is None else np.flatnonzero(freed[:, r] > 0).tolist()
+            v.model.add(cp_model.LinearExpr.weighted_sum([variables[i] for i in nz] + [evicts[i] for i in gone],
+                                                         reqs[nz, r].tolist() + (-freed[gone, r]).tolist()
+                                                         if gone else reqs[nz, r].tolist())
                         <= int(free[r]))
         slots = int(index.max_pods[n] - state.pod_count[n])
         if int(ubs.sum()) > slots:
-            v.model.add(cp_model.LinearExpr.sum(variables) <= slots)
+            v.model.add(cp_model.LinearExpr.sum(variables) - cp_model.LinearExpr.sum(evicts) <= slots)
 
 
 assert SCALE % 20 == 0, "the product forms divide SCALE by 10 and 20"
