@@ -302,6 +302,12 @@ def CPSAT_OPTS(f):
     return f
 
 
+PDB_OPT = click.option(
+    "--allow-pdb-violations", is_flag=True,
+    help="Preemption may take a PodDisruptionBudget below zero as a last resort, as kube-scheduler does (each such "
+         "eviction is flagged in the plan). Default: never.")
+
+
 def resolve_config(config_path: str | None, embedded: dict | None = None):
     """The SchedulerConfig from --config, or --policy-config-file, or the state's embedded one, or defaults."""
     from .framework.config import load_config
@@ -389,8 +395,10 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
 @CONTEXT_OPT
 @NAMESPACE_OPTS
 @click.option("--dry-run", is_flag=True, help="With --bind api: the API server's server-side dry run.")
+@PDB_OPT
 def schedule(state, engine, window, time_limit, workers, objective, deterministic, config_path, tie_break, seed,
-             output, out_file, bind, manifest_format, quiet, fail_on_unplaced, kubeconfig, context, dry_run):
+             output, out_file, bind, manifest_format, quiet, fail_on_unplaced, kubeconfig, context, dry_run,
+             allow_pdb_violations):
     """Place every pending pod and report each pod's node, or kube's reason why not.
 
     \b
@@ -416,9 +424,11 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
         from .cpsat import CpsatOptions
 
         opts = CpsatOptions(window=window, time_limit=time_limit, workers=workers, seed=seed, objective=objective,
-                            deterministic=deterministic, tie_break=tie_break)
+                            deterministic=deterministic, tie_break=tie_break,
+                            allow_pdb_violations=allow_pdb_violations)
     with schedule_progress(engine, opts, quiet) as on_pod:
-        plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed, on_pod=on_pod)
+        plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed, on_pod=on_pod,
+                      allow_pdb_violations=allow_pdb_violations)
     data = plan.to_dict()
     if bind == "none":
         if out_file:
@@ -518,7 +528,8 @@ def explain(state, pod_key, config_path, candidates, plan_file, engine, in_plan,
 @click.argument("state", nargs=-1, required=True, metavar="STATE... PLAN")
 @OUTPUT_OPT
 @CONFIG_OPT
-def verify(state, output, config_path):
+@PDB_OPT
+def verify(state, output, config_path, allow_pdb_violations):
     """Check a plan (JSON from `kplace schedule`) against the state; exit 1 on any violation.
 
     The last argument is the plan; the others are the state it was made for. A valid plan's score measure
@@ -546,7 +557,7 @@ def verify(state, output, config_path):
                                    "(kplace verify STATE... PLAN)") from None
         raise
     index, config = load_index(tuple(state_files), config_path)
-    violations = verify_plan(index, plan)
+    violations = verify_plan(index, plan, allow_pdb_violations)
     score = None if violations else plan_measure(index, config, plan)
     if output in ("json", "yaml"):
         write_data({"ok": not violations, "violations": [v.to_dict() for v in violations],

@@ -637,6 +637,7 @@ def unimplemented_warnings(pods: list[PodInfo]) -> list[str]:
 
 def schedule_greedy(
     index: ClusterIndex, config: SchedulerConfig | None = None, *, tie_break: str = "order", seed: int = 0,
-    on_pod: Callable[[int, int, int], None] | None = None,
+    on_pod: Callable[[int, int, int], None] | None = None, allow_pdb_violations: bool = False,
 ) -> Plan:
-    return GreedyScheduler(index, config, tie_break=tie_break, seed=seed).run(on_pod=on_pod)
+    return GreedyScheduler(index, config, tie_break=tie_break, seed=seed,
+                           respect_pdbs=not allow_pdb_violations).run(on_pod=on_pod)

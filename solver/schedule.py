@@ -32,28 +32,32 @@ def _summary(violations: list[Violation], limit: int = 3) -> str:
 
 
 def decide(index: ClusterIndex, config: SchedulerConfig, engine: str = "cpsat", *, cpsat_options=None,
-           tie_break: str = "order", seed: int = 0, on_pod=None) -> Plan:
-    """The verified plan of `engine` (`cpsat` or `greedy`); `on_pod` observes greedy's progress."""
+           tie_break: str = "order", seed: int = 0, on_pod=None, allow_pdb_violations: bool = False) -> Plan:
+    """The verified plan of `engine` (`cpsat` or `greedy`); `on_pod` observes greedy's progress. With
+    `allow_pdb_violations` preemption may take a PodDisruptionBudget below zero as a last resort (kube's way)."""
+    allow = allow_pdb_violations
     if engine == "cpsat":
         from .cpsat import CpsatOptions, schedule_cpsat
 
-        opts = cpsat_options or CpsatOptions(seed=seed, tie_break=tie_break)
+        opts = cpsat_options or CpsatOptions(seed=seed, tie_break=tie_break, allow_pdb_violations=allow)
+        allow = opts.allow_pdb_violations
         plan = schedule_cpsat(index, config, opts)
-        violations = verify_plan(index, plan)
+        violations = verify_plan(index, plan, allow)
         if not violations:
             return plan
         message = f"bug: the verifier rejected the CP-SAT plan ({_summary(violations)}); using the greedy plan"
         log.error(message)
-        fallback = schedule_greedy(index, config, tie_break=opts.tie_break, seed=opts.seed)
+        fallback = schedule_greedy(index, config, tie_break=opts.tie_break, seed=opts.seed, allow_pdb_violations=allow)
         fallback.engine = "cpsat"
         fallback.windows = [{**w, "status": "FALLBACK"} for w in plan.windows]
         fallback.warnings.append(message)
         plan = fallback
     elif engine == "greedy":
-        plan = schedule_greedy(index, config, tie_break=tie_break, seed=seed, on_pod=on_pod)
+        plan = schedule_greedy(index, config, tie_break=tie_break, seed=seed, on_pod=on_pod,
+                               allow_pdb_violations=allow)
     else:
         raise ValueError(f"unknown engine {engine!r}")
-    violations = verify_plan(index, plan)
+    violations = verify_plan(index, plan, allow)
     if violations:
         raise PlanRejected(f"the verifier rejected the {plan.engine} plan, so nothing is output: "
                            f"{_summary(violations)} (this is a kplace bug)")

@@ -10,7 +10,7 @@ Checks:
 2. Each eviction names a pod bound to that node with strictly lower priority than its preemptor, which the
    plan places on that node; no eviction may take a PodDisruptionBudget below zero (PDBs in the victim's
    namespace whose non-empty selector matches it; budget `snapshot.pdb_disruptions_allowed`, one per
-   eviction).
+   eviction) unless the user allowed it and the plan says that eviction violates one.
 3. Replay. The state starts as the bound pods. The plan's placed pods are bound in plan order, as a fixpoint:
    each sweep binds every not-yet-bound pod whose checks pass against the current state, until a sweep binds
    nothing; the pods left are violations, each with the last rule it failed. Binding a pod can also take a
@@ -579,8 +579,9 @@ def _topology_allows(terms: list[dict], labels: dict[str, str]) -> bool:
 
 
 class _Verifier:
-    def __init__(self, index: ClusterIndex) -> None:
+    def __init__(self, index: ClusterIndex, allow_pdb_violations: bool = False) -> None:
         self.index = index
+        self.allow_pdb_violations = allow_pdb_violations
         self.nodes: list[Node] = list(index.nodes)
         self.node_id = {n.metadata.name: i for i, n in enumerate(self.nodes)}
         self.labels = [n.metadata.labels for n in self.nodes]
@@ -871,7 +872,7 @@ class _Verifier:
                 if (pdb.metadata.namespace == victim.ns and sel is not None
                         and (sel.match_labels or sel.match_expressions) and selector_matches(sel, victim.labels)):
                     budget[i] -= 1
-                    if budget[i] < 0:
+                    if budget[i] < 0 and not (self.allow_pdb_violations and e.pdb_violation):
                         out.append(Violation(e.pod, e.node, "PodDisruptionBudget",
                                              f"evicting it takes PodDisruptionBudget {pdb.metadata.namespace}/"
                                              f"{pdb.metadata.name} below zero disruptions allowed"))
@@ -972,9 +973,10 @@ class FilterReplay:
         return self._v.check(pod, node)
 
 
-def verify_plan(index: ClusterIndex, plan: Plan) -> list[Violation]:
-    """Every violation of the plan against the state (an empty list: the plan verifies)."""
-    return _Verifier(index).run(plan)
+def verify_plan(index: ClusterIndex, plan: Plan, allow_pdb_violations: bool = False) -> list[Violation]:
+    """Every violation of the plan against the state (an empty list: the plan verifies); with
+    `allow_pdb_violations` an eviction may take a PodDisruptionBudget below zero when the plan declares it."""
+    return _Verifier(index, allow_pdb_violations).run(plan)
 
 
 def render_violations(violations: list[Violation], limit: int = 100) -> None:

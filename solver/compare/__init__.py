@@ -46,6 +46,7 @@ class CompareOptions:
     tie_break: str = "order"
     score_limit: int = SCORE_LIMIT
     isolate: bool = True  # each engine in a forked child process (own wall time and peak RSS)
+    allow_pdb_violations: bool = False
 
 
 @dataclass
@@ -96,7 +97,7 @@ def _cpsat_options(opts: CompareOptions, hook):
 
     return CpsatOptions(window=opts.window, time_limit=opts.time_limit, workers=opts.workers, seed=opts.seed,
                         objective=opts.objective, deterministic=opts.deterministic, tie_break=opts.tie_break,
-                        on_progress=hook)
+                        on_progress=hook, allow_pdb_violations=opts.allow_pdb_violations)
 
 
 def _decide(index, config, engine, opts, emit) -> tuple[Plan, float, list]:
@@ -111,7 +112,8 @@ def _decide(index, config, engine, opts, emit) -> tuple[Plan, float, list]:
         emit(ev)
 
     cp = _cpsat_options(opts, hook) if engine == "cpsat" else None
-    plan = decide(index, config, engine, cpsat_options=cp, tie_break=opts.tie_break, seed=opts.seed)
+    plan = decide(index, config, engine, cpsat_options=cp, tie_break=opts.tie_break, seed=opts.seed,
+                  allow_pdb_violations=opts.allow_pdb_violations)
     return plan, time.perf_counter() - started, timeline
 
 

@@ -265,19 +265,26 @@ class CpsatScheduler:
             if k < len(stages) - 1:
                 runner.fix(stage, value)
                 v.add_hint(counts)
-        scoped = any(len(scope[g.gid]) < len(domains[g.gid].nodes) for g in groups) and any(
-            sum(counts.get(g.gid, {}).values()) < g.size for g in groups)
+        narrowed = any(len(scope[g.gid]) < len(domains[g.gid].nodes) for g in groups)
+        scoped = narrowed and any(sum(counts.get(g.gid, {}).values()) < g.size for g in groups)
         optimal &= not scoped
         capacity = self._capacity_counts(groups, domains, v, victims)
         last = max((k for k, entry in enumerate(info) if "bound" in entry), default=-1)  # what `bound` is from
         for k, (stage, entry) in enumerate(zip(stages, info, strict=False)):
             if scoped:
                 entry["scoped"] = True
-            if stage.best is not None and "bound" in entry:  # a placed stage: its bound, valid for whole domains
+            if stage.best is not None and stage.maximize and "bound" in entry:  # a placed stage: its bound, valid
+                # for whole domains
                 valid = float(stage.best) if scoped else entry["bound"]
                 entry["bound"] = min(valid, float(stage.evaluate(capacity)))
                 if k == last:
                     bound = entry["bound"]
+            elif stage.best is not None and narrowed and entry.get("objective"):
+                # the disruption: nodes outside the scopes might evict less, so only 0 bounds it for whole domains
+                entry.update({"bound": 0.0, "scoped": True})
+                optimal = False
+                if k == last:
+                    bound = 0.0
         return ComponentResult(counts, optimal, objective, bound, greedy_obj, info, volumes=volumes)
 
     def _domain(self, group: PodGroup, encoded: frozenset[str]) -> GroupDomain:
@@ -527,7 +534,8 @@ class CpsatScheduler:
         """The greedy engine over `pods` in the given order, on a copy of the state: (state, attempts)."""
         state = self.state.fork()
         sched = GreedyScheduler(self.index, config or self.config, tie_break=self.opts.tie_break,
-                                seed=self.opts.seed, state=state, preemption=preemption, explain=explain)
+                                seed=self.opts.seed, state=state, preemption=preemption, explain=explain,
+                                respect_pdbs=not self.opts.allow_pdb_violations)
         return state, sched.schedule_all(pods)
 
     def _greedy_baselines(self, pods: list[PodInfo]) -> _Baselines:
@@ -766,7 +774,8 @@ class CpsatScheduler:
         placed = {p.pod for p in plan.placements if p.node}
         if all(p.key in placed for p in pods):
             return plan
-        greedy = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed).run(pods)
+        greedy = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed,
+                                 respect_pdbs=not self.opts.allow_pdb_violations).run(pods)
         keys = {p.key for p in pods}
         gated = [p for p in plan.placements if p.pod not in keys]
         mine = _placed_vector(pods, {p.idx for p in pods if p.key in placed})

@@ -189,3 +189,21 @@ def test_rebalance_on_the_shipped_demo_proposes_moves_with_destinations():
     plan = json.loads(res.stdout)
     assert plan["moves"] and all(m["to"] for m in plan["moves"])
     assert plan["after"]["non_empty_nodes"] < plan["before"]["non_empty_nodes"]
+
+
+def test_allow_pdb_violations_lets_either_engine_evict_a_protected_pod_and_verify_accepts_it_only_so(tmp_path):
+    pdb = {"kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "default"},
+           "spec": {"selector": {"matchLabels": {"app": "db"}}, "maxUnavailable": 0},
+           "status": {"disruptionsAllowed": 0, "expectedPods": 1, "currentHealthy": 1, "desiredHealthy": 1}}
+    state = _state(tmp_path, node("a", cpu="2"), pod("guarded", cpu="2", node_name="a", labels={"app": "db"}),
+                   pdb, pod("urgent", cpu="2", priority=1000))
+    for engine in ("cpsat", "greedy"):
+        kept = json.loads(_run("schedule", state, "--engine", engine, "-o", "json", "-q").stdout)
+        assert kept["evictions"] == [] and kept["placements"][0]["node"] is None
+        plan = tmp_path / f"{engine}.json"
+        res = _run("schedule", state, "--engine", engine, "--allow-pdb-violations", "-o", "json", "-q",
+                   "--output-file", str(plan))
+        evicted = json.loads(plan.read_text())["evictions"]
+        assert res.exit_code == 0 and [(e["pod"], e["pdb_violation"]) for e in evicted] == [("default/guarded", True)]
+        assert _run("verify", state, str(plan)).exit_code == 1
+        assert _run("verify", state, str(plan), "--allow-pdb-violations").exit_code == 0

@@ -145,6 +145,24 @@ def test_cpsat_never_places_fewer_pods_than_greedy_lexicographically_by_priority
     assert cpsat >= greedy, f"per priority, highest first: cpsat {cpsat} < greedy {greedy}"
 
 
+def _disruption(plans: tuple[Plan, ...]) -> list[list[int]]:
+    """kube's order of preemption costs, per plan: PDB violations, then victims at each priority, highest first."""
+    levels = sorted({e.priority for p in plans for e in p.evictions}, reverse=True)
+    return [[sum(e.pdb_violation for e in p.evictions), *(sum(e.priority == lvl for e in p.evictions)
+                                                          for lvl in levels)] for p in plans]
+
+
+@SETTINGS
+@given(states())
+def test_cpsat_never_disrupts_more_than_greedy_when_it_places_the_same_pods(objs):
+    index = _index(objs)
+    greedy, cpsat = schedule_greedy(index), _cpsat(index)
+    if _placed_by_priority(index, greedy) == _placed_by_priority(index, cpsat):
+        mine, theirs = _disruption((cpsat, greedy))
+        assert mine <= theirs, f"victims (PDB violations, then by priority): cpsat {mine} > greedy {theirs}"
+    assert all(e.priority < index.pod_by_key[e.preemptor].priority for e in cpsat.evictions)
+
+
 @settings(SETTINGS, max_examples=20)
 @given(states())
 def test_the_same_seed_gives_the_same_cpsat_plan(objs):
