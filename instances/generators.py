@@ -546,6 +546,52 @@ def _priority_overload(nodes: int | None, pods: int | None, seed: int, params: d
                             "kplace.io/seed": str(seed)})
 
 
+# --- preemption-pdb -----------------------------------------------------------------------------------------
+# A full cluster: every node holds low-priority replicas of 10-pod Deployments (each with a PodDisruptionBudget
+# allowing `budget` disruptions) and a medium-priority service pod; a batch of high-priority pods asks for
+# `demand`% of the cluster's CPU, so nearly every one must preempt, and the budgets are shared by the batch.
+
+
+def _preemption_pdb(nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
+    p = _parse_params("preemption-pdb", [
+        Param("demand", "pending CPU demand, percent of cluster CPU", _int_in(1, 100), 30),
+        Param("budget", "disruptions each Deployment's PDB allows", _int_in(0, 10), 2)], params)
+    n_nodes = 40 if nodes is None else nodes
+    rng = random.Random(seed)
+    items: list[Obj] = [_namespace("prio"), *(_priority_class(*pc) for pc in _PRIORITIES)]
+    names = [f"pdb-node-{i:04d}" for i in range(n_nodes)]
+    items += [_node(n, {"cpu": "8", "memory": "32Gi", "pods": "110"}) for n in names]
+    t, low = 0, 0
+    for name in names:
+        used = 1000
+        items.append(_pod(f"medium-running-{t:05d}", "prio", {"cpu": "1000m", "memory": "1Gi"}, created=t,
+                          labels={"tier": "medium", "app": "svc"}, node=name,
+                          extra_spec={"priorityClassName": "medium-priority", "priority": 1000}))
+        t += 1
+        while used < 8000:
+            cpu = min(rng.choice([500, 1000, 2000]), 8000 - used)
+            app = f"batch-{low // 10:03d}"
+            items.append(_pod(f"low-running-{low:05d}", "prio", {"cpu": f"{cpu}m", "memory": f"{cpu}Mi"},
+                              created=t, labels={"tier": "low", "app": app}, node=name,
+                              extra_spec={"priorityClassName": "low-priority", "priority": 100}))
+            used, low, t = used + cpu, low + 1, t + 1
+    for k in range((low + 9) // 10):
+        app = f"batch-{k:03d}"
+        items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                      "metadata": {"name": app, "namespace": "prio"},
+                      "spec": {"selector": _selector({"app": app}), "maxUnavailable": p["budget"]}})
+    demand = n_nodes * 8000 * p["demand"] // 100
+    made, total = 0, 0
+    while (pods is None and total < demand) or (pods is not None and made < pods):
+        cpu = rng.choice([1000, 2000, 3000])
+        items.append(_pod(f"high-{made:05d}", "prio", {"cpu": f"{cpu}m", "memory": f"{cpu}Mi"}, created=t,
+                          labels={"tier": "high"},
+                          extra_spec={"priorityClassName": "high-priority", "priority": 10000}))
+        made, total, t = made + 1, total + cpu, t + 1
+    return _as_list(items, {"kplace.io/generator": "preemption-pdb", "kplace.io/pending-cpu-millicores": str(total),
+                            "kplace.io/cluster-cpu-millicores": str(n_nodes * 8000), "kplace.io/seed": str(seed)})
+
+
 # --- openb --------------------------------------------------------------------------------------------------
 # Alibaba cluster-trace-gpu-v2023 (openb), see ../shared/data/alibaba-gpu-v2023-openb/SOURCE.md. Nodes from
 # openb_node_list_all_node.csv: cpu_milli, memory_mib, GPUs as the extended resource nvidia.com/gpu, GPU model
@@ -763,6 +809,8 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
                      _spread_zones),
     "priority-overload": ("3 PriorityClasses, bound low-priority pods, pending demand beyond capacity "
                           "(param overload=%)", _priority_overload),
+    "preemption-pdb": ("a full cluster of low-priority Deployments under PDBs (param budget) and a batch of "
+                       "high-priority pods (param demand=% of cluster CPU) that must preempt", _preemption_pdb),
     "openb": ("Alibaba openb GPU cluster (1523 nodes) and a real pod list (params data, pods, share=whole|skip)",
               _openb),
     "vbp": ("Panigrahy vector bin-packing instance: bins as nodes, items as pods (param file)", _vbp),

@@ -212,6 +212,15 @@ class GreedyScheduler:
             self.tracer.filtered(merged, feasible)
         return feasible, None if len(feasible) else merged, done
 
+    def random_offset(self, n: int) -> int:
+        """Where preemption's candidate walk starts (`framework.handle`): kube's random offset with `random`
+        tie-breaking, seeded; 0 otherwise."""
+        return int(self.rng.integers(n)) if self.tie_break == "random" else 0
+
+    def choose_candidate(self, tied: list[int]) -> int | None:
+        """The tracer's pick among preemption candidates tied at the best (`framework.handle`), or None."""
+        return self.tracer.choose_candidate(tied) if self.tracer is not None else None
+
     def select(self, totals: np.ndarray) -> int:
         top = np.flatnonzero(totals == totals.max())
         if self.tracer is not None:

@@ -34,7 +34,7 @@ from ...framework.plugin import STATE_DEPENDENT_PREFILTER, Code, CycleState
 from ...framework.runtime import FilterOutcome, fit_error_message, run_filters, run_pre_filter
 
 if TYPE_CHECKING:
-    from ...greedy import GreedyScheduler
+    from ...framework.handle import PreemptionHandle
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 # Filters whose verdict on a node reads no other pod (so removing victims or adding nominated pods cannot change it)
@@ -103,10 +103,10 @@ class _Fits:
     When every PreFilter that reads other pods is skipped for this pod, the PreFilter result does not depend
     on which victims are removed, so it is computed once; Filters always read the live state."""
 
-    def __init__(self, sched: GreedyScheduler, profile: Profile, pod: PodInfo) -> None:
-        self.sched, self.profile, self.pod = sched, profile, pod
+    def __init__(self, handle: PreemptionHandle, profile: Profile, pod: PodInfo) -> None:
+        self.handle, self.profile, self.pod = handle, profile, pod
         self.cycle = CycleState()
-        self.pre = run_pre_filter(profile, sched.state, pod, self.cycle)
+        self.pre = run_pre_filter(profile, handle.state, pod, self.cycle)
         active = {p.name for p in profile.at("preFilter")} - self.pre.skipped
         self.reuse = not (active & STATE_DEPENDENT_PREFILTER)
         self.passed: dict[int, frozenset[str]] = {}  # node → pod-independent filters it passed in the cycle
@@ -122,7 +122,7 @@ class _Fits:
 
     def without(self, node: int, lower: list[PodInfo]) -> list[str]:
         """The filters' reasons on the node with `lower` gone (restored after)."""
-        state = self.sched.state
+        state = self.handle.state
         for p in lower:
             state.forget(p)
         try:
@@ -138,23 +138,23 @@ class _Fits:
             cycle, pre = self.cycle, self.pre
         else:
             cycle = CycleState()
-            pre = run_pre_filter(self.profile, self.sched.state, self.pod, cycle)
+            pre = run_pre_filter(self.profile, self.handle.state, self.pod, cycle)
         if pre.code != Code.SUCCESS:
             return [pre.reason]
         if pre.nodes is not None and node not in pre.nodes:
             return [pre.absent_reason]
         one = np.array([node], dtype=np.int64)
         skipped = pre.skipped | self.passed.get(node, frozenset())
-        out = run_filters(self.profile, self.sched.state, self.pod, cycle, one, skipped)
-        self.sched.filter_with_nominated(self.profile, self.pod, one, out, skipped, cycle)  # kube's dry run
+        out = run_filters(self.profile, self.handle.state, self.pod, cycle, one, skipped)
+        self.handle.filter_with_nominated(self.profile, self.pod, one, out, skipped, cycle)  # kube's dry run
         return out.reasons(0) if out.code[0] != 0 else []
 
 
-def _could_fit_without(sched: GreedyScheduler, pod: PodInfo, node: int, lower: list[PodInfo],
+def _could_fit_without(handle: PreemptionHandle, pod: PodInfo, node: int, lower: list[PodInfo],
                        nominated: list[PodInfo] = ()) -> bool:
     """A necessary condition, cheap: with every lower-priority pod gone (and the pods nominated there that its
     filters count), the requests and pod slot fit."""
-    index, state = sched.index, sched.state
+    index, state = handle.index, handle.state
     freed = index.pod_req[[p.idx for p in lower]].sum(axis=0) - index.pod_req[[p.idx for p in nominated]].sum(axis=0)
     free = index.alloc[node] - state.requested[node] + freed
     req = index.pod_req[pod.idx]
@@ -162,13 +162,13 @@ def _could_fit_without(sched: GreedyScheduler, pod: PodInfo, node: int, lower: l
     return bool(slots >= 1 and np.all((req <= 0) | (req <= free)))
 
 
-def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
-    allowed = dict(sched.pdb_allowed())
-    pdbs = sched.index.snapshot.pdbs
+def _split_by_pdb(handle: PreemptionHandle, pods: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
+    allowed = dict(handle.pdb_allowed())
+    pdbs = handle.index.snapshot.pdbs
     violating, ok = [], []
     for p in pods:
         bad = False
-        for i in matching_pdbs(sched.index, p):
+        for i in matching_pdbs(handle.index, p):
             status = pdbs[i].status
             if status is not None and p.name in status.disrupted_pods:
                 continue
@@ -179,18 +179,18 @@ def _split_by_pdb(sched: GreedyScheduler, pods: list[PodInfo]) -> tuple[list[Pod
     return violating, ok
 
 
-def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node: int,
+def select_victims(handle: PreemptionHandle, profile: Profile, pod: PodInfo, node: int,
                    fits: _Fits) -> tuple[Candidate | None, list[str]]:
     """kube's SelectVictimsOnNode: the candidate, or None and the reasons the node cannot help (the filters'
     with every lower-priority pod gone, or "No preemption victims found" when there is none to remove)."""
-    state = sched.state
+    state = handle.state
     lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
     if not lower:
         return None, [NO_VICTIMS]
-    nominated = sched.nominated_on(pod, node)
-    if not _could_fit_without(sched, pod, node, lower, nominated):
+    nominated = handle.nominated_on(pod, node)
+    if not _could_fit_without(handle, pod, node, lower, nominated):
         # the requests cannot fit even with every lower-priority pod gone: kube reports the filters' reasons
-        return None, fits.without(node, lower) if sched.explain else [NO_VICTIMS]
+        return None, fits.without(node, lower) if handle.explain else [NO_VICTIMS]
     for p in lower:
         state.forget(p)
     try:
@@ -198,7 +198,7 @@ def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node:
         if reasons:
             return None, reasons
         lower.sort(key=lambda p: (-p.priority, start_time(p)))
-        violating, ok = _split_by_pdb(sched, lower)
+        violating, ok = _split_by_pdb(handle, lower)
         victims: list[PodInfo] = []
         violating_ids: set[int] = set()
         for group, is_violating in ((violating, True), (ok, False)):
@@ -207,7 +207,7 @@ def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node:
                 # Adding p back: if the requests no longer fit (with the nominated pods the filters count),
                 # NodeResourcesFit rejects for sure, so p is a victim without running the filters; otherwise the
                 # filters decide.
-                if _could_fit_without(sched, pod, node, [], nominated) and not fits(node):
+                if _could_fit_without(handle, pod, node, [], nominated) and not fits(node):
                     continue
                 state.forget(p)
                 victims.append(p)
@@ -220,15 +220,15 @@ def select_victims(sched: GreedyScheduler, profile: Profile, pod: PodInfo, node:
                 state.assume(p, node)
 
 
-def _any_lower_priority_pod(sched: GreedyScheduler, priority: int) -> bool:
+def _any_lower_priority_pod(handle: PreemptionHandle, priority: int) -> bool:
     """Whether some pod on a node (bound, or placed earlier in the run) has a priority below `priority`."""
-    return bool((sched.index.pod_priority[sched.state.pod_node >= 0] < priority).any())
+    return bool((handle.index.pod_priority[handle.state.pod_node >= 0] < priority).any())
 
 
 def preempt(
-    sched: GreedyScheduler, profile: Profile, pod: PodInfo, outcome: FilterOutcome | None
+    handle: PreemptionHandle, profile: Profile, pod: PodInfo, outcome: FilterOutcome | None
 ) -> PreemptionResult:
-    n_all = sched.n_nodes
+    n_all = handle.n_nodes
     if pod.pod.spec.preemption_policy == "Never":
         return PreemptionResult(None, message="not eligible due to preemptionPolicy=Never.", clear=False)
     statuses: Counter[str] = Counter()
@@ -240,26 +240,26 @@ def preempt(
         statuses[NOT_HELPFUL] += n_all - len(potential)
     if not potential:
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
-    if not _any_lower_priority_pod(sched, pod.priority):
+    if not _any_lower_priority_pod(handle, pod.priority):
         # select_victims finds no victims on any node: the same statuses, without the walk
         statuses[NO_VICTIMS] += len(potential)
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
     n = len(potential)
     want = min(n, max(n * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
-    offset = int(sched.rng.integers(n)) if sched.tie_break == "random" else 0
-    fits = _Fits(sched, profile, pod)
+    offset = handle.random_offset(n)
+    fits = _Fits(handle, profile, pod)
     if outcome is not None:
         fits.note_passed(outcome)
     candidates: list[Candidate] = []
     non_violating = 0
     for k in range(n):
         node = potential[(offset + k) % n]
-        cand, reasons = select_victims(sched, profile, pod, node, fits)
+        cand, reasons = select_victims(handle, profile, pod, node, fits)
         if cand is None or not cand.victims:
             for text in reasons or [NO_VICTIMS]:
                 statuses[text] += 1
             continue
-        if cand.violating and sched.respect_pdbs:
+        if cand.violating and handle.respect_pdbs:
             statuses[PDB_PROTECTED] += 1
             continue
         candidates.append(cand)
@@ -269,10 +269,9 @@ def preempt(
     if not candidates:
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
     best = min(candidates, key=Candidate.key)  # min() keeps the first of equals: "first candidate"
-    if sched.tracer is not None:  # kube walks from a random offset: any of the tied best may be its first
-        tied = [c for c in candidates if c.key() == best.key()]
-        forced = sched.tracer.choose_candidate([c.node for c in tied])
-        best = next((c for c in tied if c.node == forced), best)
+    tied = [c for c in candidates if c.key() == best.key()]  # kube walks from a random offset: any may be first
+    forced = handle.choose_candidate([c.node for c in tied])
+    best = next((c for c in tied if c.node == forced), best)
     victims = [(v, v.idx in best.violating) for v in best.victims]
     return PreemptionResult(best.node, victims)
 
