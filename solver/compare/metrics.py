@@ -97,6 +97,9 @@ def placement_metrics(plan: Plan) -> dict[str, Any]:
         "placed": placed,
         "pending": len(plan.placements) - placed,
         "evictions": len(plan.evictions),
+        "evictions_by_priority": {str(k): v for k, v in sorted(Counter(e.priority for e in plan.evictions).items(),
+                                                               reverse=True)},
+        "pdb_violations": sum(e.pdb_violation for e in plan.evictions),
         "by_priority": {str(k): v for k, v in sorted(by_prio.items(), reverse=True)},
         "pending_by_reason": dict(pending.most_common()),
     }

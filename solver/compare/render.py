@@ -38,6 +38,14 @@ def rows(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     add("placed", g["placement"]["placed"], c["placement"]["placed"])
     add("pending", g["placement"]["pending"], c["placement"]["pending"], "lower")
     add("evictions", g["placement"]["evictions"], c["placement"]["evictions"], "lower")
+    victims = sorted({*g["placement"].get("evictions_by_priority", {}), *c["placement"].get("evictions_by_priority",
+                                                                                            {})}, key=int, reverse=True)
+    for p in victims:
+        add(f"  evicted, priority {p}", g["placement"]["evictions_by_priority"].get(p, 0),
+            c["placement"]["evictions_by_priority"].get(p, 0), "lower")
+    if g["placement"].get("pdb_violations") or c["placement"].get("pdb_violations"):
+        add("  evictions that violate a PDB", g["placement"]["pdb_violations"], c["placement"]["pdb_violations"],
+            "lower")
     prios = sorted({*g["placement"]["by_priority"], *c["placement"]["by_priority"]}, key=int, reverse=True)
     for p in prios:
         gp = g["placement"]["by_priority"].get(p, {"placed": 0, "pending": 0})
