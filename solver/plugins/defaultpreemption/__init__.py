@@ -15,7 +15,7 @@ victims found for incoming pod".
 
 One deliberate difference: kplace never evicts what a PDB protects. kube takes a PDB-violating candidate
 when no other exists; kplace drops such candidates (the pod stays pending with "would violate a
-PodDisruptionBudget") unless the scheduler was built with `respect_pdbs=False`.
+PodDisruptionBudget") unless the scheduler was built with `respect_pdbs=False` (`--allow-pdb-violations`).
 """
 
 from __future__ import annotations
