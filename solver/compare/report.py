@@ -257,6 +257,30 @@ def _kube_html(data: dict[str, Any]) -> str:
             f"score measure {data['cpsat']['score']['total'] - k['score']['total']:+,}.</p>")
 
 
+def plot_victims(data: dict[str, Any]) -> str | None:
+    """Victims per priority, both engines side by side; None when neither evicts."""
+    import matplotlib.pyplot as plt
+
+    by = {e: data[e]["placement"].get("evictions_by_priority", {}) for e in ("greedy", "cpsat")}
+    prios = sorted({*by["greedy"], *by["cpsat"]}, key=int)
+    if not prios:
+        return None
+    x = np.arange(len(prios))
+    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(prios) + 3), 3.0))
+    for k, e in enumerate(("greedy", "cpsat")):
+        values = [by[e].get(p, 0) for p in prios]
+        pos = x + (k - 0.5) * 0.38
+        ax.bar(pos, values, width=0.36, color=COLORS[e], label=LABELS[e])
+        for xi, v in zip(pos, values, strict=True):
+            ax.text(xi, v, f"{v}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, [f"priority {p}" for p in prios])
+    ax.set_ylabel("pods evicted")
+    ax.set_title("Preemption victims per priority", fontsize=12)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return _png(fig)
+
+
 def build_html(cmp, title: str = "kplace compare") -> str:
     import matplotlib
 
@@ -266,6 +290,9 @@ def build_html(cmp, title: str = "kplace compare") -> str:
     figures = [("Pods placed per priority", plot_priorities(data)),
                ("Per-node allocation", plot_node_allocation(cmp)),
                ("Allocation histograms", plot_histograms(cmp))]
+    victims = plot_victims(data)
+    if victims:
+        figures.insert(1, ("Preemption victims per priority", victims))
     timeline = plot_timeline(data)
     if timeline:
         figures.append(("CP-SAT objective and bound over time", timeline))

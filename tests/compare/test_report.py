@@ -83,3 +83,18 @@ def test_headless_chromium_renders_the_page_with_its_plots(report, tmp_path):
     rgb = pixels[..., :3]
     coloured = ((rgb.max(axis=2) - rgb.min(axis=2)) > 0.3).mean()
     assert coloured > 0.01
+
+
+def test_a_comparison_with_preemption_plots_both_engines_victims_per_priority(tmp_path):
+    from kplace.models.index import ClusterIndex
+    from kplace.solver.compare import CompareOptions, run_compare
+    from kplace.solver.framework.config import default_config
+    from kplace.solver.testing import build_snapshot, node, pod
+
+    index = ClusterIndex(build_snapshot([node("a", cpu="2"), pod("low", cpu="2", node_name="a", priority=1),
+                                         pod("high", cpu="2", priority=100)]))
+    cmp = run_compare(index, default_config(), CompareOptions(time_limit=1, isolate=False))
+    assert cmp.data["greedy"]["placement"]["evictions_by_priority"] == {"1": 1}
+    page = _Page()
+    page.feed(write_report(cmp, tmp_path)["html"].read_text())
+    assert "Preemption victims per priority" in [img.get("alt") for img in page.imgs]
