@@ -17,8 +17,9 @@ Per pod, in queue order (PrioritySort; gated pods stay out), as kube-scheduler v
 7. on failure, PostFilter: DefaultPreemption may evict lower-priority victims and nominate the pod to their node
    (kube's nominator: it counts in the filters of pods of no higher priority, never in scores);
 8. the queue (`framework.queue`): a failed pod waits with the plugins that rejected it, and the batch's own
-   events (a pod bound, a victim deleted) requeue it when one of those plugins' queueing hints says the event may
-   help; requeued pods get their next cycle once every pod had its first, in kube's backoff order.
+   events (a pod bound, a victim deleted, a nomination moved or cleared) requeue it when one of those plugins'
+   queueing hints says the event may help; requeued pods get their next cycle once every pod had its first, in
+   kube's backoff order.
 """
 
 from __future__ import annotations
@@ -296,17 +297,7 @@ class GreedyScheduler:
         """kube's loop over one batch of `pods` (`schedule_batch`), pods of another scheduler skipped and gated ones
         left with their gate's message: pod idx → its last attempt, the victims of every cycle included.
         `on_pod(cycles done, pods, placed)` every PROGRESS_EVERY cycles."""
-        attempts: dict[int, Attempt] = {}
-        queued = []
-        for pod in pods:
-            profile = self.config.profile_for(pod.spec.scheduler_name)
-            if profile is None:
-                continue  # another scheduler's pod
-            gate = next((msg for p in profile.at("preEnqueue") for ok, msg in [p.pre_enqueue(pod)] if not ok), None)
-            if gate is not None:
-                attempts[pod.idx] = Attempt(None, gate)
-            else:
-                queued.append(pod)
+        queued, attempts = self.queueable(pods)
         placed = 0
         for k, (pod, attempt) in enumerate(self.schedule_batch(queued)):
             if on_pod is not None and k % PROGRESS_EVERY == 0:
@@ -316,8 +307,23 @@ class GreedyScheduler:
             attempts[pod.idx] = attempt if before is None else merge_retry(before, attempt)
         return attempts
 
+    def queueable(self, pods: list[PodInfo]) -> tuple[list[PodInfo], dict[int, Attempt]]:
+        """(the pods kube's queue holds, in the given order; the gated ones' attempts with their gate's message).
+        Pods of another scheduler are in neither."""
+        queued, gated = [], {}
+        for pod in pods:
+            profile = self.config.profile_for(pod.spec.scheduler_name)
+            if profile is None:
+                continue
+            gate = next((msg for p in profile.at("preEnqueue") for ok, msg in [p.pre_enqueue(pod)] if not ok), None)
+            if gate is None:
+                queued.append(pod)
+            else:
+                gated[pod.idx] = Attempt(None, gate)
+        return queued, gated
+
     def schedule_batch(self, pods: list[PodInfo], before: Callable[[PodInfo], None] | None = None
-               ) -> Iterator[tuple[PodInfo, Attempt]]:
+                       ) -> Iterator[tuple[PodInfo, Attempt]]:
         """Every cycle of one batch (`framework.queue`): each of `pods` (queued, in queue order) once, then the pods
         the batch's own events requeued, until the queue has none to pop: (pod, its cycle's attempt).
         `before(pod)` runs before each cycle."""

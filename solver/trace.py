@@ -84,11 +84,7 @@ def trace(index: ClusterIndex, config: SchedulerConfig | None = None, *,
     included (`GreedyScheduler.schedule_batch`), one record each."""
     sched = GreedyScheduler(index, config, preemption=preemption, respect_pdbs=respect_pdbs)
     names = index.node_names
-    queued = []
-    for pod in index.pending if pods is None else pods:
-        profile = sched.config.profile_for(pod.spec.scheduler_name)
-        if profile is not None and all(p.pre_enqueue(pod)[0] for p in profile.at("preEnqueue")):
-            queued.append(pod)  # not another scheduler's pod, nor one PreEnqueue keeps out of the queue
+    queued, _ = sched.queueable(index.pending if pods is None else pods)  # gated pods get no cycle
     attempts: dict[int, int] = {}
 
     def before(pod: PodInfo) -> None:

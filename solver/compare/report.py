@@ -132,7 +132,7 @@ def _solves(data: dict[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     for w in data["cpsat"].get("windows") or []:
         for st in w.get("stages", []):
-            if "hint places every pod" not in st.get("status", "") and st.get("stage"):
+            if not st.get("status", "").startswith("OPTIMAL (hint") and st.get("stage"):
                 fam = _stage_family(st["stage"])
                 out[fam] = out.get(fam, 0) + 1
     return out

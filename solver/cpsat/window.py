@@ -225,11 +225,12 @@ class CpsatScheduler:
         objective = bound = greedy_obj = 0.0
         for k, stage in enumerate(stages):
             if stage.best is not None and stage.evaluate(counts) == stage.best and k < len(stages) - 1:
-                # the hint already places every pod: the optimum is known, no search needed
+                # the hint already places every pod (or, the placement fixed, evicts nobody): the optimum is known
                 runner.fix(stage, stage.best)
                 objective = bound = float(stage.best)
                 greedy_obj = float(stage.evaluate(reference))
-                info.append({"stage": stage.name, "status": "OPTIMAL (hint places every pod)",
+                why = "hint places every pod" if stage.maximize else "hint evicts nobody"
+                info.append({"stage": stage.name, "status": f"OPTIMAL ({why})",
                              "objective": stage.best, "bound": bound, "greedy": greedy_obj, "seconds": 0.0})
                 continue
             remaining = seconds - (self._clock.now() - started)
