@@ -592,6 +592,53 @@ def _preemption_pdb(nodes: int | None, pods: int | None, seed: int, params: dict
                             "kplace.io/cluster-cpu-millicores": str(n_nodes * 8000), "kplace.io/seed": str(seed)})
 
 
+# --- gangs --------------------------------------------------------------------------------------------------
+# A fragmented cluster (running pods leave 10-60% of each node free, in pieces) and jobs whose workers form gangs
+# (kube 1.36's PodGroup with schedulingPolicy.gang.minCount) of 4-64 pods, minCount the whole gang or 3/4 of it,
+# queued worker by worker with single pods in between; `zone=1` requires each gang in one zone.
+
+
+def _gangs(nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
+    p = _parse_params("gangs", [Param("jobs", "gangs", _int_in(1, 1000), 12),
+                                Param("zone", "1: each gang in one zone", _int_in(0, 1), 0)], params)
+    n_nodes = 60 if nodes is None else nodes
+    rng = random.Random(seed)
+    zones = ["zone-a", "zone-b", "zone-c"]
+    items: list[Obj] = [_namespace("jobs")]
+    names = [f"gang-node-{i:04d}" for i in range(n_nodes)]
+    items += [_node(n, {"cpu": "16", "memory": "64Gi", "pods": "110"}, labels={ZONE: zones[i % 3]})
+              for i, n in enumerate(names)]
+    t = 0
+    for name in names:
+        used, target = 0, rng.randint(6400, 14400)
+        while used < target:
+            cpu = min(rng.choice([1000, 2000, 3000]), 16000 - used)
+            items.append(_pod(f"running-{t:05d}", "jobs", {"cpu": f"{cpu}m", "memory": f"{cpu}Mi"}, created=t,
+                              labels={"app": "service"}, node=name))
+            used, t = used + cpu, t + 1
+    made = 0
+    for j in range(p["jobs"]):
+        size = rng.choice([4, 8, 16, 32, 64])
+        group = f"job-{j:03d}"
+        spec: Obj = {"schedulingPolicy": {"gang": {"minCount": size if rng.random() < 0.5 else size * 3 // 4}}}
+        if p["zone"]:
+            spec["schedulingConstraints"] = {"topology": [{"key": ZONE}]}
+        items.append({"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+                      "metadata": {"name": group, "namespace": "jobs"}, "spec": spec})
+        cpu = rng.choice([1000, 2000, 4000])
+        for w in range(size):
+            if pods is not None and made >= pods:
+                break
+            items.append(_pod(f"{group}-worker-{w:02d}", "jobs", {"cpu": f"{cpu}m", "memory": f"{cpu}Mi"}, created=t,
+                              labels={"app": group}, extra_spec={"schedulingGroup": {"podGroupName": group}}))
+            made, t = made + 1, t + 1
+            if rng.random() < 0.2:
+                items.append(_pod(f"single-{t:05d}", "jobs", {"cpu": "1000m", "memory": "1Gi"}, created=t,
+                                  labels={"app": "single"}))
+                t += 1
+    return _as_list(items, {"kplace.io/generator": "gangs", "kplace.io/seed": str(seed)})
+
+
 # --- openb --------------------------------------------------------------------------------------------------
 # Alibaba cluster-trace-gpu-v2023 (openb), see ../shared/data/alibaba-gpu-v2023-openb/SOURCE.md. Nodes from
 # openb_node_list_all_node.csv: cpu_milli, memory_mib, GPUs as the extended resource nvidia.com/gpu, GPU model
@@ -809,6 +856,8 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
                      _spread_zones),
     "priority-overload": ("3 PriorityClasses, bound low-priority pods, pending demand beyond capacity "
                           "(param overload=%)", _priority_overload),
+    "gangs": ("a fragmented cluster and jobs whose workers form gangs of 4-64 pods (PodGroup minCount; params jobs, "
+              "zone=1 for one zone per gang)", _gangs),
     "preemption-pdb": ("a full cluster of low-priority Deployments under PDBs (param budget) and a batch of "
                        "high-priority pods (param demand=% of cluster CPU) that must preempt", _preemption_pdb),
     "openb": ("Alibaba openb GPU cluster (1523 nodes) and a real pod list (params data, pods, share=whole|skip)",

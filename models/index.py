@@ -19,7 +19,7 @@ import numpy as np
 from .k8s import Node, Pod, PodAffinityTerm, Taint, Toleration, TopologySpreadConstraint
 from .quantity import canonical
 from .requests import host_ports, pod_requests
-from .snapshot import ClusterSnapshot, is_finished, is_pending
+from .snapshot import ClusterSnapshot, Gang, gangs, is_finished, is_pending
 
 BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
@@ -186,6 +186,17 @@ class ClusterIndex:
     @cached_property
     def pod_by_key(self) -> dict[str, PodInfo]:
         return {pi.key: pi for pi in self.pods}
+
+    @cached_property
+    def gangs(self) -> list[Gang]:
+        """The state's gangs (`snapshot.gangs`): all-or-nothing groups of pods."""
+        return gangs(self.snapshot)
+
+    @cached_property
+    def gang_of(self) -> dict[int, int]:
+        """Pod idx → index in `gangs` of the gang it belongs to."""
+        return {self.pod_by_key[k].idx: i for i, g in enumerate(self.gangs) for k in g.members
+                if k in self.pod_by_key}
 
     # --- nodes ------------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ _ATTR = {
     "StorageClass": "storage_classes",
     "CSINode": "csinodes",
     "Service": "services",
+    "PodGroup": "pod_groups",
 }
 # The kube-scheduler-simulator's export: top-level keys and the kind of their items.
 _SIMULATOR_KEYS = {

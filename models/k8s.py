@@ -304,6 +304,11 @@ class PodSpec(K8s):
     resource_claims: list[dict[str, Any]] = Field(default_factory=list)  # DRA: read only to say it is not modelled
     host_network: bool = False
     termination_grace_period_seconds: int | None = None
+    scheduling_group: PodSchedulingGroup | None = None  # kube 1.36's Workload API (GenericWorkload)
+
+
+class PodSchedulingGroup(K8s):
+    pod_group_name: str = ""
 
 
 class PodCondition(K8s):
@@ -402,6 +407,63 @@ class PodDisruptionBudget(K8s):
     metadata: ObjectMeta
     spec: PDBSpec = Field(default_factory=PDBSpec)
     status: PDBStatus | None = None
+
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins' coscheduling: the pod's group
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"  # Kueue: the group's pods in one domain of this key
+
+
+class GangPolicy(K8s):
+    min_count: int = Field(ge=1)
+
+
+class PodGroupSchedulingPolicy(K8s):
+    gang: GangPolicy | None = None
+
+
+class TopologyConstraint(K8s):
+    key: str = Field(min_length=1)
+
+
+class PodGroupSchedulingConstraints(K8s):
+    topology: list[TopologyConstraint] = Field(default_factory=list)
+
+
+class PodGroupSpec(K8s):
+    min_member: int | None = Field(default=None, ge=1)  # scheduling.x-k8s.io/v1alpha1 (coscheduling)
+    scheduling_policy: PodGroupSchedulingPolicy | None = None  # scheduling.k8s.io/v1alpha2 (kube 1.36)
+    scheduling_constraints: PodGroupSchedulingConstraints | None = None
+
+
+class PodGroup(K8s):
+    """A gang: kube 1.36's PodGroup (scheduling.k8s.io/v1alpha2, `schedulingPolicy.gang.minCount`, pods naming it
+    in `spec.schedulingGroup.podGroupName`) or scheduler-plugins' (scheduling.x-k8s.io/v1alpha1, `minMember`, pods
+    labelled scheduling.x-k8s.io/pod-group). At least `min_count` of its pods are placed, or none."""
+
+    kind: Literal["PodGroup"] = "PodGroup"
+    api_version: str = ""
+    metadata: ObjectMeta
+    spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
+
+    @property
+    def min_count(self) -> int | None:
+        """The gang's minimum, or None for a group without a gang policy (its pods are scheduled one by one)."""
+        if self.spec.min_member is not None:
+            return self.spec.min_member
+        policy = self.spec.scheduling_policy
+        return policy.gang.min_count if policy is not None and policy.gang is not None else None
+
+    @property
+    def topology_key(self) -> str | None:
+        c = self.spec.scheduling_constraints
+        return c.topology[0].key if c is not None and c.topology else None
+
+
+def pod_group_name(pod: Pod) -> str | None:
+    """The name of the PodGroup the pod belongs to (in its namespace), by kube's field or coscheduling's label."""
+    if pod.spec.scheduling_group is not None and pod.spec.scheduling_group.pod_group_name:
+        return pod.spec.scheduling_group.pod_group_name
+    return pod.metadata.labels.get(POD_GROUP_LABEL) or None
 
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
@@ -547,6 +609,7 @@ MODEL_BY_KIND: dict[str, type[K8s]] = {
     "StorageClass": StorageClass,
     "CSINode": CSINode,
     "Service": Service,
+    "PodGroup": PodGroup,
     **{k: Workload for k in ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "ReplicationController")},
 }
 CLUSTER_SCOPED = {"Node", "PriorityClass", "Namespace", "PersistentVolume", "StorageClass", "CSINode"}

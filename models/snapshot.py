@@ -16,6 +16,7 @@ from .k8s import (
     PersistentVolumeClaim,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     Service,
     StorageClass,
@@ -43,6 +44,7 @@ class ClusterSnapshot:
     csinodes: list[CSINode] = field(default_factory=list)
     services: list[Service] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
+    pod_groups: list[PodGroup] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     scheduler_config: dict | None = None
     """A KubeSchedulerConfiguration found in the input (the simulator's export carries one)."""
@@ -270,3 +272,41 @@ def default_storage_class(snapshot: ClusterSnapshot) -> None:
         if pvc.spec.storage_class_name is None and not pvc.spec.volume_name \
                 and "volume.beta.kubernetes.io/storage-class" not in pvc.metadata.annotations:
             pvc.spec.storage_class_name = default
+
+
+@dataclass(frozen=True)
+class Gang:
+    """Pods placed all together or not at all: at least `min_count` of `members` (pod keys, in the state's order),
+    in one domain of `topology_key` when set (the PodGroup's topology constraint, or Kueue's
+    podset-required-topology annotation on its pods)."""
+
+    namespace: str
+    name: str
+    min_count: int
+    members: tuple[str, ...]
+    topology_key: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def gangs(snapshot: ClusterSnapshot) -> list[Gang]:
+    """The gangs of the state: each PodGroup with a gang policy and the pods that name it (by kube's
+    `spec.schedulingGroup` or coscheduling's label) in its namespace."""
+    from .k8s import REQUIRED_TOPOLOGY, pod_group_name
+
+    groups = {(g.metadata.namespace, g.metadata.name): g for g in snapshot.pod_groups if g.min_count is not None}
+    members: dict[tuple[str, str], list[Pod]] = {}
+    for p in snapshot.pods:
+        name = pod_group_name(p)
+        if name is not None and (p.metadata.namespace, name) in groups and not is_finished(p):
+            members.setdefault((p.metadata.namespace, name), []).append(p)
+    out = []
+    for (ns, name), g in groups.items():
+        pods = members.get((ns, name), [])
+        key = g.topology_key or next((p.metadata.annotations[REQUIRED_TOPOLOGY] for p in pods
+                                      if p.metadata.annotations.get(REQUIRED_TOPOLOGY)), None)
+        out.append(Gang(ns, name, int(g.min_count), tuple(f"{ns}/{p.metadata.name}" for p in pods), key))
+    return out
+

@@ -305,7 +305,23 @@ class GreedyScheduler:
             before = attempts.get(pod.idx)
             placed += (attempt.node is not None) - (before is not None and before.node is not None)
             attempts[pod.idx] = attempt if before is None else merge_retry(before, attempt)
+        if self.index.gangs:
+            self._release_incomplete_gangs(attempts)
         return attempts
+
+    def _release_incomplete_gangs(self, attempts: dict[int, Attempt]) -> None:
+        """GangScheduling's end of the batch (`plugins.gangscheduling`): the pods of a gang that did not reach its
+        minimum (or one domain of its topology key) leave their nodes; what their preemptions evicted stays evicted,
+        as in kube."""
+        from .plugins.gangscheduling import incomplete
+
+        placed = {i: a.node for i, a in attempts.items() if a.node is not None}
+        for idx, why in incomplete(self.index, placed).items():
+            self._drop_nomination(self.index.pods[idx])
+            if self.state.pod_node[idx] >= 0:
+                self.state.forget(self.index.pods[idx])
+            a = attempts[idx]
+            attempts[idx] = Attempt(None, why, a.evictions, evicted_from=a.evicted_from)
 
     def queueable(self, pods: list[PodInfo]) -> tuple[list[PodInfo], dict[int, Attempt]]:
         """(the pods kube's queue holds, in the given order; the gated ones' attempts with their gate's message).
@@ -316,6 +332,10 @@ class GreedyScheduler:
             if profile is None:
                 continue
             gate = next((msg for p in profile.at("preEnqueue") for ok, msg in [p.pre_enqueue(pod)] if not ok), None)
+            if gate is None and self.index.gangs:
+                from .plugins.gangscheduling import gate as gang_gate
+
+                gate = gang_gate(self.index, pod)
             if gate is None:
                 queued.append(pod)
             else:
@@ -387,6 +407,16 @@ class GreedyScheduler:
         state = self.state
         cycle = CycleState()
         pre = run_pre_filter(profile, state, pod, cycle)
+        if pre.code == Code.SUCCESS and pod.idx in self.index.gang_of:
+            from .plugins.gangscheduling import domain_nodes
+
+            domain = domain_nodes(self.index, state, pod)
+            if domain is not None:  # a gang with a topology key, some of its pods placed: their domain only
+                pre.nodes = domain if pre.nodes is None else np.intersect1d(pre.nodes, domain)
+                pre.narrowed_by.append("GangScheduling")
+                if not len(pre.nodes):
+                    pre.code, pre.plugin = Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "GangScheduling"
+                    pre.reason = "node(s) are not in the topology domain of the pod's PodGroup"
         if self.tracer is not None:
             self.tracer.pre_filtered(pre)
         if pre.code != Code.SUCCESS:

@@ -11,7 +11,9 @@ Checks:
    plan places on that node; no eviction may take a PodDisruptionBudget below zero (PDBs in the victim's
    namespace whose non-empty selector matches it; budget `snapshot.pdb_disruptions_allowed`, one per
    eviction) unless the user allowed it and the plan says that eviction violates one.
-3. Replay. The state starts as the bound pods. The plan's placed pods are bound in plan order, as a fixpoint:
+3. Gangs (PodGroups with a gang policy): the plan places none of a gang's pods, or enough to reach its minCount
+   with those still running, all in one domain of its topology key when it has one.
+4. Replay. The state starts as the bound pods. The plan's placed pods are bound in plan order, as a fixpoint:
    each sweep binds every not-yet-bound pod whose checks pass against the current state, until a sweep binds
    nothing; the pods left are violations, each with the last rule it failed. Binding a pod can also take a
    chance away (a pod matching a group's affinity terms disables kube's first-pod rule for it), so when pods
@@ -30,7 +32,7 @@ Checks:
    where its first user's binding allows — one node for a local or provisioned volume; any other unbound claim
    fails), VolumeZone (bound PVs' zone/region labels), PodTopologySpread (DoNotSchedule), InterPodAffinity
    (required affinity with the first-pod rule, required anti-affinity both ways).
-4. Volume bindings (`Placement.volume_bindings`), once: each names a claim of its pod that is an unbound
+5. Volume bindings (`Placement.volume_bindings`), once: each names a claim of its pod that is an unbound
    WaitForFirstConsumer claim, bound by one placement only, to `(dynamic)` (a class that provisions) or to an
    existing PV that serves no other claim and matches it (capacity, volume mode, not being deleted, and unless
    its claimRef already names the claim: Available, the claim's class, selector, access modes and
@@ -68,6 +70,7 @@ from kplace.models.plan import DYNAMIC, Eviction, Placement, Plan
 from kplace.models.quantity import canonical
 from kplace.models.requests import host_ports, pod_requests
 from kplace.models.selectors import Selector, node_term_matches, required_node_affinity_matches, selector_matches
+from kplace.models.snapshot import gangs
 from kplace.models.tolerations import tolerated_by_any
 
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
@@ -888,6 +891,8 @@ class _Verifier:
                 continue
             victims.setdefault(e.preemptor, []).append(victim)
 
+        out.extend(self.check_gangs(placed_on, evicted))
+
         # 3. replay in plan order; if pods are left that could start their affinity group by kube's first-pod
         # rule, try each of them (one at a time, kept when it helps) bound before all the others.
         left, last = self.replay(bound, todo, victims)
@@ -907,6 +912,29 @@ class _Verifier:
         for p, n in left:
             rule, message = last[p.key]
             out.append(Violation(p.key, self.nodes[n].metadata.name, rule, message))
+        return out
+
+    def check_gangs(self, placed_on: dict[str, str], evicted: set[str]) -> list[Violation]:
+        """4. Gangs: a gang's pods the plan places, with those still running, reach its minCount, or it places
+        none; with a topology key, all in one domain of it."""
+        out = []
+        pods = {f"{p.metadata.namespace}/{p.metadata.name}": p for p in self.index.snapshot.pods}
+        for gang in gangs(self.index.snapshot):
+            mine = [k for k in gang.members if k in placed_on]
+            if not mine:
+                continue
+            running = [k for k in gang.members if k not in placed_on and k not in evicted
+                       and pods[k].spec.node_name in self.node_id]
+            if len(mine) + len(running) < gang.min_count:
+                out += [Violation(k, placed_on[k], "GangScheduling", f"PodGroup {gang.key} places "
+                                  f"{len(mine) + len(running)} of its minCount {gang.min_count} pods")
+                        for k in mine]
+            elif gang.topology_key is not None:
+                nodes = [placed_on[k] for k in mine] + [pods[k].spec.node_name for k in running]
+                domains = {self.labels[self.node_id[n]].get(gang.topology_key) for n in nodes}
+                if len(domains) != 1 or None in domains:
+                    out += [Violation(k, placed_on[k], "GangScheduling", f"PodGroup {gang.key}'s pods are not "
+                                      f"in one {gang.topology_key} domain") for k in mine]
         return out
 
     def could_seed(self, p: _Pod) -> bool:

@@ -703,7 +703,13 @@ class CpsatScheduler:
                     pl.reason = f"{pl.reason} {tail}"
 
     def _unplaced_reason(self, pod: PodInfo) -> str:
-        """kube's message for the pod against the final state (the error, when evaluating the pod fails)."""
+        """kube's message for the pod against the final state (the error, when evaluating the pod fails); for a pod
+        of a gang the window left out, the gang's."""
+        gang = self.index.gangs[self.index.gang_of[pod.idx]] if pod.idx in self.index.gang_of else None
+        if gang is not None:
+            where = f" in one {gang.topology_key} domain" if gang.topology_key else ""
+            return (f"PodGroup {gang.key}: no plan of the window places minCount {gang.min_count} of its pods{where}, "
+                    "so none is placed")
         try:
             return self._fit_error(pod)
         except Exception as exc:
@@ -738,12 +744,15 @@ class CpsatScheduler:
             if profile is None:
                 continue
             gate = next((msg for pl in profile.at("preEnqueue") for ok, msg in [pl.pre_enqueue(p)] if not ok), None)
+            if gate is None and self.index.gangs:
+                from ..plugins.gangscheduling import gate as gang_gate
+
+                gate = gang_gate(self.index, p)
             if gate is not None:
                 plan.placements.append(Placement(p.key, None, gate, p.priority))
                 continue
             pods.append(p)
-        size = max(1, self.opts.window)
-        windows = [pods[i : i + size] for i in range(0, len(pods), size)]
+        windows = self._windows(pods, max(1, self.opts.window))
         names = self.index.node_names
         for k, wpods in enumerate(windows):
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
@@ -762,6 +771,26 @@ class CpsatScheduler:
             plan = self._at_least_greedy(plan, pods)
         plan.seconds = time.perf_counter() - started
         return plan
+
+    def _windows(self, pods: list[PodInfo], size: int) -> list[list[PodInfo]]:
+        """`pods` cut into windows of `size` in queue order, a gang's pods all in the window of its first (a window
+        may then hold more than `size`)."""
+        gang_of = self.index.gang_of
+        if not gang_of:
+            return [pods[i : i + size] for i in range(0, len(pods), size)]
+        members: dict[int, list[PodInfo]] = {}
+        for p in pods:
+            if p.idx in gang_of:
+                members.setdefault(gang_of[p.idx], []).append(p)
+        windows: list[list[PodInfo]] = [[]]
+        for p in pods:
+            k = gang_of.get(p.idx)
+            if k is not None and members[k][0] is not p:
+                continue  # placed with its gang's first pod
+            if len(windows[-1]) >= size:
+                windows.append([])
+            windows[-1].extend(members[k] if k is not None else [p])
+        return [w for w in windows if w]
 
     def _at_least_greedy(self, plan: Plan, pods: list[PodInfo]) -> Plan:
         """Each window is compared with greedy on the state earlier windows left, which cannot guarantee the

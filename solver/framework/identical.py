@@ -65,6 +65,7 @@ def identity_key(index: ClusterIndex, pod: PodInfo, keys: frozenset[str]) -> tup
     return (
         pod.namespace,
         pod.priority,
+        index.gang_of.get(pod.idx, -1),  # pods of different gangs are placed all-or-nothing apart
         own_claims,
         tuple(index.pod_req[pod.idx].tolist()),
         tuple(index.pod_nonzero[pod.idx].tolist()),

@@ -1,0 +1,75 @@
+"""GangScheduling: the pods of a gang (a PodGroup with a gang policy, `models.snapshot.Gang`) are placed together
+or not at all — at least minCount of them, counting those already running — and, with a topology key, all in one
+domain of it.
+
+The greedy engine does it as kube's plugin does at one instant (kube 1.36's GangScheduling, alpha, and
+scheduler-plugins' coscheduling alike): a pod whose gang has fewer pods than minCount in the state waits in
+PreEnqueue (`gate`); the gang's pods are placed one by one, each holding its node, and at the end of the batch a gang
+that did not reach minCount releases them all — none binds (`incomplete`). With a topology key, the first pod's
+domain holds the others (a PreFilter node subset, `domain_nodes`): a simplification of kube's workload-aware
+placement, which weighs the domains for the whole group. The CP-SAT encoding is in `encoding.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from kplace.models.index import ClusterIndex, PodInfo
+
+PLUGINS: list = []  # the engines apply gangs directly: kube's plugin is alpha and off by default
+
+
+def gang_of(index: ClusterIndex, pod: PodInfo):
+    g = index.gang_of.get(pod.idx)
+    return None if g is None else index.gangs[g]
+
+
+def gate(index: ClusterIndex, pod: PodInfo) -> str | None:
+    """The PreEnqueue message of a pod whose gang has fewer pods than its minimum, else None."""
+    gang = gang_of(index, pod)
+    if gang is None or len(gang.members) >= gang.min_count:
+        return None
+    return (f"waiting for {gang.min_count - len(gang.members)} more pods of PodGroup {gang.key} "
+            f"(minCount {gang.min_count}, {len(gang.members)} exist)")
+
+
+def domain_nodes(index: ClusterIndex, state, pod: PodInfo) -> np.ndarray | None:
+    """For a pod of a gang with a topology key, once some of the gang's pods are on nodes: the nodes of their
+    domain (the greedy engine's PreFilter node subset); None otherwise."""
+    gang = gang_of(index, pod)
+    if gang is None or gang.topology_key is None:
+        return None
+    ids = index.label_column(gang.topology_key)[0]
+    nodes = [int(state.pod_node[index.pod_by_key[k].idx]) for k in gang.members if k in index.pod_by_key]
+    taken = {int(ids[n]) for n in nodes if n >= 0 and ids[n] >= 0}
+    if not taken:
+        return None
+    return np.flatnonzero(ids == min(taken)).astype(np.int64)
+
+
+def incomplete(index: ClusterIndex, placed: dict[int, int]) -> dict[int, str]:
+    """The gangs `placed` (pending pod idx → node, the batch's placements) leaves below their minimum, or spread
+    over several domains of their topology key: pod idx of every member placed → why none binds."""
+    out: dict[int, str] = {}
+    for gang in index.gangs:
+        members = [index.pod_by_key[k] for k in gang.members if k in index.pod_by_key]
+        running = [p for p in members if p.node >= 0]
+        mine = [p for p in members if p.idx in placed]
+        if not mine:
+            continue
+        why = None
+        if len(running) + len(mine) < gang.min_count:
+            why = (f"PodGroup {gang.key}: only {len(running) + len(mine)} of minCount {gang.min_count} pods could "
+                   "be placed, so none is bound")
+        elif gang.topology_key is not None:
+            domains = _domains(index, gang.topology_key, [p.node for p in running] + [placed[p.idx] for p in mine])
+            if len(domains) != 1 or None in domains:
+                why = f"PodGroup {gang.key}: its pods do not fit in one {gang.topology_key} domain"
+        if why is not None:
+            out.update(dict.fromkeys((p.idx for p in mine), why))
+    return out
+
+
+def _domains(index: ClusterIndex, key: str, nodes: Iterable[int]) -> set[str | None]:
+    return {index.node_labels[n].get(key) for n in nodes}
