@@ -81,6 +81,7 @@ SURROGATE_PROBE = (0.25, 4000, 200)  # in two solves: a probe of 0.25 s (pro rat
 # node-local (no domain counts) probes a tenth as long
 LOCAL_PROBE = 0.1
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
+MEASURE_CHECK = 5000  # a multi-window run placing every pod, up to this many, is also measured against one greedy run
 
 
 @dataclass
@@ -803,7 +804,7 @@ class CpsatScheduler:
         index = self.index
         placed = {p.pod for p in plan.placements if p.node}
         if all(p.key in placed for p in pods):
-            return plan
+            return self._measured_against_greedy(plan, pods)
         greedy = GreedyScheduler(index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed,
                                  respect_pdbs=not self.opts.allow_pdb_violations).run(pods)
         keys = {p.key for p in pods}
@@ -835,6 +836,30 @@ class CpsatScheduler:
         greedy.windows = [{**w, "status": "FALLBACK"} for w in plan.windows]
         greedy.warnings = [*plan.warnings, "the windows together placed fewer pods than one greedy run over all "
                            "of them; the greedy plan is used"]
+        return greedy
+
+
+    def _measured_against_greedy(self, plan: Plan, pods: list[PodInfo]) -> Plan:
+        """Each window keeps greedy's plan when that measures higher, but earlier windows shape the final state
+        of later ones: a multi-window run that places every pod (up to MEASURE_CHECK, default objective, no
+        evictions) is also measured (`solver.measure`) against one greedy run over all its pods, and greedy's
+        plan is used when it places every pod too, evicts nothing and measures higher."""
+        from ..measure import plan_measure
+
+        if self.opts.objective != "default" or plan.evictions or len(pods) > MEASURE_CHECK:
+            return plan
+        greedy = GreedyScheduler(self.index, self.config, tie_break=self.opts.tie_break, seed=self.opts.seed,
+                                 respect_pdbs=not self.opts.allow_pdb_violations).run(pods)
+        if greedy.evictions or any(p.node is None for p in greedy.placements):
+            return plan
+        if plan_measure(self.index, self.config, plan).total >= plan_measure(self.index, self.config, greedy).total:
+            return plan
+        keys = {p.key for p in pods}
+        greedy.engine = "cpsat"
+        greedy.placements = [*(p for p in plan.placements if p.pod not in keys), *greedy.placements]
+        greedy.windows = [{**w, "status": "FALLBACK"} for w in plan.windows]
+        greedy.warnings = [*plan.warnings, "one greedy run over all the windows' pods scores higher on the score "
+                           "measure (every pod placed either way); the greedy plan is used"]
         return greedy
 
 

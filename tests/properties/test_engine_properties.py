@@ -216,6 +216,23 @@ def test_cpsat_scores_at_least_greedys_measure_when_both_place_the_same_pods_and
         assert m_cpsat >= m_greedy, f"score measure: cpsat {m_cpsat} < greedy {m_greedy}"
 
 
+@settings(SETTINGS, max_examples=30)
+@given(states())
+def test_a_multi_window_cpsat_run_that_places_every_pod_measures_at_least_one_greedy_run(objs):
+    from kplace.solver.cpsat import CpsatOptions, schedule_cpsat
+    from kplace.solver.framework.config import default_config
+    from kplace.solver.measure import plan_measure
+
+    index = _index(objs)
+    greedy = schedule_greedy(index)
+    cpsat = schedule_cpsat(index, options=CpsatOptions(window=2, time_limit=2, workers=1))
+    _assert_verifies(index, cpsat)
+    everyone = all(p.node for p in greedy.placements) and all(p.node for p in cpsat.placements)
+    if everyone and not greedy.evictions and not cpsat.evictions:
+        m_greedy, m_cpsat = (plan_measure(index, default_config(), p).total for p in (greedy, cpsat))
+        assert m_cpsat >= m_greedy, f"score measure over windows of 2: cpsat {m_cpsat} < greedy {m_greedy}"
+
+
 # --- regressions the properties found ---------------------------------------------------------------
 
 AFFINITY_TO_A = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("a", ZONE)]}}
