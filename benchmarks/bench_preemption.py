@@ -1,5 +1,5 @@
-"""Preemption in a full cluster (issue 20): kube's one-pod-at-a-time preemption (the greedy engine) against the
-CP-SAT window, which decides every victim of the batch at once.
+"""Preemption in a full cluster and gangs (issue 20): kube's one-pod-at-a-time preemption and gang handling (the
+greedy engine) against the CP-SAT window, which decides every victim and every gang of the batch at once.
 
     .venv/bin/python benchmarks/bench_preemption.py            # every family, seeds 0-2 (a few minutes)
     .venv/bin/python benchmarks/bench_preemption.py --quick    # seed 0 only
@@ -9,7 +9,8 @@ Each state is generated and both engines run through `solver.schedule.decide` (e
 PDBs respected, kplace's default), one after the other in this process. Per plan: pods placed per priority,
 victims per priority, PDB violations, whether the verifier accepted it, and the wall time. Rows go to
 benchmarks/results/preemption.json and, unless --no-docs, to the "Preemption" section of docs/benchmarks.md
-(between its markers) with docs/img/preemption-victims.png; figures per family are medians over seeds.
+(between its markers) with docs/img/preemption-victims.png; figures per family are medians over seeds. The gang
+families (`kplace generate gangs`) report pods placed, complete gangs and partial gangs (which must be 0).
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ FAMILIES = [
     ("preemption-pdb, 40 nodes, 30 % demand, budget 2", "preemption-pdb", 40, {}),
     ("preemption-pdb, 80 nodes, 40 % demand, budget 1", "preemption-pdb", 80, {"demand": "40", "budget": "1"}),
 ]
+GANGS = [
+    ("gangs, 60 nodes, 12 jobs of 4-64 pods", "gangs", 60, {}),
+    ("gangs, 60 nodes, 12 jobs, each in one zone", "gangs", 60, {"zone": "1"}),
+]
 
 
 def _figures(index, plan, seconds: float) -> dict:
@@ -46,7 +51,12 @@ def _figures(index, plan, seconds: float) -> dict:
     prio = {p.key: p.priority for p in index.pending}
     placed = Counter(prio[p.pod] for p in plan.placements if p.node)
     victims = Counter(e.priority for e in plan.evictions)
+    on = {p.pod for p in plan.placements if p.node}
+    touched = [g for g in index.gangs if any(m in on for m in g.members)]
     return {"placed": {str(k): v for k, v in sorted(placed.items(), reverse=True)},
+            "pods_placed": len(on), "gangs": len(index.gangs),
+            "complete_gangs": sum(1 for g in touched if sum(m in on for m in g.members) >= g.min_count),
+            "partial_gangs": sum(1 for g in touched if sum(m in on for m in g.members) < g.min_count),
             "victims": {str(k): v for k, v in sorted(victims.items(), reverse=True)},
             "pdb_violations": sum(e.pdb_violation for e in plan.evictions),
             "verified": not verify_plan(index, plan), "seconds": round(seconds, 2),
@@ -85,7 +95,7 @@ def _med(values) -> float:
     return statistics.median(values)
 
 
-def render(rows: list[dict], elapsed: float) -> str:
+def render(rows: list[dict], gang_rows: list[dict], elapsed: float) -> str:
     lines = [BEGIN, f"Command: `.venv/bin/python benchmarks/bench_preemption.py` ({machine()}; {elapsed:.0f} s). "
              "Both engines through `decide` (engine + verifier, PDBs respected), one after the other; CP-SAT with "
              f"`--time-limit {TIME_LIMIT:g}`. Placed and victims per priority (highest first), medians over seeds; "
@@ -115,7 +125,20 @@ def render(rows: list[dict], elapsed: float) -> str:
             f"{_med([r['cpsat']['pdb_violations'] for r in rs]):g} | {tally['better']} / {tally['equal']} / "
             f"{tally['worse']} | {all(r[e]['verified'] for r in rs for e in ('greedy', 'cpsat'))} | "
             f"{_med([r['greedy']['seconds'] for r in rs]):.1f} / {_med([r['cpsat']['seconds'] for r in rs]):.1f} |")
-    lines += ["", f"![victims by priority]({IMG.relative_to(DOC.parent).as_posix()})", END]
+    lines += ["", f"![victims by priority]({IMG.relative_to(DOC.parent).as_posix()})", "",
+              "| gang family | seeds | pending | gangs | pods placed g / c | complete gangs g / c | "
+              "partial gangs g / c | verified | wall s g / c |", "|---|---|---|---|---|---|---|---|---|"]
+    for fam in dict.fromkeys(r["family"] for r in gang_rows):
+        rs = [r for r in gang_rows if r["family"] == fam]
+
+        def m(key, rs=rs, how=_med):
+            return " / ".join(f"{how([r[e][key] for r in rs]):g}" for e in ("greedy", "cpsat"))
+
+        ok = all(r[e]["verified"] for r in rs for e in ("greedy", "cpsat"))
+        pending, gangs = _med([r["pending"] for r in rs]), _med([r["greedy"]["gangs"] for r in rs])
+        lines.append(f"| {fam} | {len(rs)} | {pending:g} | {gangs:g} | {m('pods_placed')} | {m('complete_gangs')} | "
+                     f"{m('partial_gangs', how=max)} | {ok} | {m('seconds')} |")
+    lines.append(END)
     return "\n".join(lines)
 
 
@@ -150,17 +173,25 @@ def main() -> int:
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md")
     args = ap.parse_args()
     started = time.perf_counter()
-    rows = []
+    rows, gang_rows = [], []
+    seeds = (0,) if args.quick else (0, 1, 2)
     for label, workload, nodes, params in FAMILIES:
-        for seed in (0,) if args.quick else (0, 1, 2):
+        for seed in seeds:
             row = run(label, workload, nodes, params, seed)
             print(f"{label} seed {seed}: greedy {row['greedy']['placed']} victims {row['greedy']['victims']}; "
                   f"CP-SAT {row['cpsat']['placed']} victims {row['cpsat']['victims']}", file=sys.stderr)
             rows.append(row)
+    for label, workload, nodes, params in GANGS:
+        for seed in seeds:
+            row = run(label, workload, nodes, params, seed)
+            print(f"{label} seed {seed}: complete gangs greedy {row['greedy']['complete_gangs']}, CP-SAT "
+                  f"{row['cpsat']['complete_gangs']}", file=sys.stderr)
+            gang_rows.append(row)
     elapsed = time.perf_counter() - started
-    write_json(RESULTS, {"machine": machine(), "seconds": elapsed, "rows": rows})
+    write_json(RESULTS, {"machine": machine(), "seconds": elapsed, "rows": rows, "gangs": gang_rows})
     if not args.no_docs:
-        replace_section(DOC, BEGIN, END, render(rows, elapsed), heading="## Preemption in a full cluster (issue 20)")
+        replace_section(DOC, BEGIN, END, render(rows, gang_rows, elapsed),
+                        heading="## Preemption and gangs (issue 20)")
         plot(rows)
     return 0
 
