@@ -99,8 +99,9 @@ def render(rows: list[dict], gang_rows: list[dict], elapsed: float) -> str:
     lines = [BEGIN, f"Command: `.venv/bin/python benchmarks/bench_preemption.py` ({machine()}; {elapsed:.0f} s). "
              "Both engines through `decide` (engine + verifier, PDBs respected), one after the other; CP-SAT with "
              f"`--time-limit {TIME_LIMIT:g}`. Placed and victims per priority (highest first), medians over seeds; "
-             "\"better\" counts the seeds where CP-SAT placed more pods lexicographically by priority, or as many "
-             "with less disruption (victims by priority, highest first).", "",
+             "\"better\" counts the seeds where CP-SAT did better on pods placed less pods evicted, "
+             "lexicographically by priority from the highest, or as well with less disruption (victims by priority, "
+             "highest first).", "",
              "| family | seeds | pending | placed greedy | placed CP-SAT | victims greedy | victims CP-SAT | "
              "PDB violations g / c | better / equal / worse | verified | wall s g / c |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -108,11 +109,12 @@ def render(rows: list[dict], gang_rows: list[dict], elapsed: float) -> str:
     for fam in families:
         rs = [r for r in rows if r["family"] == fam]
         placed, victims = _levels(rs, "placed"), _levels(rs, "victims")
+        levels = sorted({*placed, *victims}, key=int, reverse=True)
         tally = Counter()
         for r in rs:
             g, c = r["greedy"], r["cpsat"]
-            key_g = (_vector(g, "placed", placed), [-x for x in _vector(g, "victims", victims)])
-            key_c = (_vector(c, "placed", placed), [-x for x in _vector(c, "victims", victims)])
+            key_g, key_c = (([fig["placed"].get(lvl, 0) - fig["victims"].get(lvl, 0) for lvl in levels],
+                             [-x for x in _vector(fig, "victims", victims)]) for fig in (g, c))
             tally["better" if key_c > key_g else "equal" if key_c == key_g else "worse"] += 1
 
         def cell(engine, key, levels, rs=rs):

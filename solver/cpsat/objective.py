@@ -1,8 +1,9 @@
 """The objective, lexicographic in this order of importance, solved as stages:
 
-1. pods placed, by priority: maximise Σ_g W[prio g] · placed[g], where for priority levels
-   ℓ₀ < ℓ₁ < … with N_i window pods at level i, W[ℓ₀] = 1 and W[ℓ_i] = (N_{i−1} + 1) · W[ℓ_{i−1}] — one more
-   pod of a level outweighs every pod of all lower levels, so a higher-priority pod is never traded.
+1. pods placed, by priority, less the pods evicted: maximise Σ_g W[prio g] · placed[g] − Σ_v W[prio v] · e_v, where
+   for priority levels ℓ₀ < ℓ₁ < … with N_i window pods and V_i candidate victims at level i, W[ℓ₀] = 1 and
+   W[ℓ_i] = (N_{i−1} + V_{i−1} + 1) · W[ℓ_{i−1}] — one more pod of a level outweighs every pod of all lower levels,
+   so a higher-priority pod is never traded, and evicting a pod to place one of its own priority gains nothing.
    (When those weights would not fit in 62 bits, each level is its own stage, highest first.)
 2. with preemption, the disruption (`plugins.defaultpreemption.encoding`): minimise Σ_v W[v]·e_v, victims weighted
    lexicographically by priority (one victim of a level outweighs every victim of the levels below), PDB
@@ -58,16 +59,19 @@ def _eval_linear(weights: dict[int, dict[int, int]]) -> Callable[[dict[int, dict
 
 
 def placement_stages(v: Variables, groups: list[PodGroup]) -> list[Stage]:
-    levels = sorted({g.priority for g in groups})
-    per_level = {lvl: sum(g.size for g in groups if g.priority == lvl) for lvl in levels}
+    victims = {i: v.state.index.pods[i].priority for i in v.evict}
+    levels = sorted({g.priority for g in groups} | set(victims.values()))
+    per_level = {lvl: sum(g.size for g in groups if g.priority == lvl) + sum(p == lvl for p in victims.values())
+                 for lvl in levels}
     weight, w = {}, 1
     for lvl in levels:
         weight[lvl] = w
         w *= per_level[lvl] + 1
     if w < LIMIT:
-        return [_placed_stage("placed", v, groups, weight)]
+        return [_placed_stage("placed", v, groups, weight, victims)]
     return [
-        _placed_stage(f"placed[priority={lvl}]", v, [g for g in groups if g.priority == lvl], {lvl: 1})
+        _placed_stage(f"placed[priority={lvl}]", v, [g for g in groups if g.priority == lvl], {lvl: 1},
+                      {i: p for i, p in victims.items() if p == lvl})
         for lvl in reversed(levels)
     ]
 
@@ -83,9 +87,20 @@ def _weighted(weights: dict[int, dict[int, int]], v: Variables) -> cp_model.Line
     return cp_model.LinearExpr.weighted_sum(variables, coeffs)
 
 
-def _placed_stage(name: str, v: Variables, groups: list[PodGroup], weight: dict[int, int]) -> Stage:
+def _placed_stage(name: str, v: Variables, groups: list[PodGroup], weight: dict[int, int],
+                  victims: dict[int, int] | None = None) -> Stage:
+    """Σ_g W[prio g]·placed[g] − Σ_v W[prio v]·e_v: pods placed, less the victims, by priority (module doc, 1.)."""
     w = {g.gid: {n: weight[g.priority] for n in v.y[g.gid]} for g in groups}
-    return Stage(name, _weighted(w, v), True, _eval_linear(w), best=sum(weight[g.priority] * g.size for g in groups))
+    placed = _eval_linear(w)
+    gone = {i: weight[p] for i, p in (victims or {}).items()}
+    expr = _weighted(w, v)
+    if gone:
+        expr = expr - cp_model.LinearExpr.weighted_sum([v.evict[i] for i in gone], list(gone.values()))
+
+    def evaluate(counts, gone=gone):
+        return placed(counts) - sum(c for i, c in gone.items() if counts.get(EVICTED, {}).get(i))
+
+    return Stage(name, expr, True, evaluate, best=sum(weight[g.priority] * g.size for g in groups))
 
 
 def score_terms(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain]) -> tuple[object, dict]:

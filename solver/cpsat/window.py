@@ -125,6 +125,17 @@ def _attempts_vector(pods: list[PodInfo], attempts: dict) -> list[tuple[int, int
     return _placed_vector(pods, {i for i, a in attempts.items() if a.node is not None})
 
 
+def _net_vectors(pods: list[PodInfo], *plans: tuple[set[int], list[int]], extra: list[set[int]] = ()
+                 ) -> list[list[tuple[int, int]]]:
+    """Per plan (placed pod idx, its victims' priorities), then per `extra` plan (placed idx, no victims): (priority,
+    pods placed − pods evicted) from the highest priority down, over every level of any plan, compared
+    lexicographically: a plan that evicts a pod to place one of the same priority gains nothing."""
+    levels = sorted({p.priority for p in pods} | {v for _, victims in plans for v in victims}, reverse=True)
+    by = {lvl: [p.idx for p in pods if p.priority == lvl] for lvl in levels}
+    return [[(lvl, sum(1 for i in by[lvl] if i in placed) - sum(1 for v in victims if v == lvl)) for lvl in levels]
+            for placed, victims in [*plans, *((x, []) for x in extra)]]
+
+
 def _lex_less(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
     return [c for _, c in a] < [c for _, c in b]
 
@@ -412,15 +423,17 @@ class CpsatScheduler:
 
         cpsat_nodes = self._assign(groups, solved.counts)
         evicted = [self.index.pods[i] for i in sorted(solved.counts.get(EVICTED, {}))]
-        cp_vec = _placed_vector(pods, {i for i, n in cpsat_nodes.items() if n is not None})
         fallback = base.fallback_attempts
-        fb_vec = _attempts_vector(pods, fallback)
+        fb_victims = [v for a in fallback.values() for v, _ in a.evictions]
+        cp_vec, fb_vec = _net_vectors(pods, ({i for i, n in cpsat_nodes.items() if n is not None},
+                                             [v.priority for v in evicted]),
+                                      ({i for i, a in fallback.items() if a.node is not None},
+                                       [v.priority for v in fb_victims]))
         evictions: list = []
         measures: dict[str, Any] = {}
         cp_dis, fb_dis = _disruptions(
             (evicted, violating(victims, [v.idx for v in evicted]) if victims else set()),
-            ([v for a in fallback.values() for v, _ in a.evictions],
-             {v.idx for a in fallback.values() for v, bad in a.evictions if bad}))
+            (fb_victims, {v.idx for a in fallback.values() for v, bad in a.evictions if bad}))
         if solved.ok and cp_vec == fb_vec and cp_dis > fb_dis:
             solved.ok = False  # CP-SAT disrupts more for no more pods: greedy's plan stands
         if solved.ok and not _lex_less(cp_vec, fb_vec):
@@ -809,13 +822,17 @@ class CpsatScheduler:
                                  respect_pdbs=not self.opts.allow_pdb_violations).run(pods)
         keys = {p.key for p in pods}
         gated = [p for p in plan.placements if p.pod not in keys]
-        mine = _placed_vector(pods, {p.idx for p in pods if p.key in placed})
-        theirs = _placed_vector(pods, {index.pod_by_key[p.pod].idx for p in greedy.placements if p.node})
+        greedy_placed = {index.pod_by_key[p.pod].idx for p in greedy.placements if p.node}
+        mine, theirs = _net_vectors(
+            pods, ({p.idx for p in pods if p.key in placed}, [e.priority for e in plan.evictions]),
+            (greedy_placed, [e.priority for e in greedy.evictions]))
         best, chosen = max(mine, theirs, key=lambda vec: [c for _, c in vec]), None
+        victims = ([e.priority for e in plan.evictions], [e.priority for e in greedy.evictions])
         if any(p.node is None for p in greedy.placements) and sum(c for _, c in best) < len(pods):
             final, self.state = self.state, ClusterState(index)
             for state, attempts in self._reordered_hints(pods, short=True):
-                vec = _attempts_vector(pods, attempts)
+                vec = _net_vectors(pods, (set(), victims[0]), (set(), victims[1]),
+                                   extra=[{i for i, a in attempts.items() if a.node is not None}])[-1]
                 if _lex_less(best, vec):
                     best, chosen = vec, (state, attempts)
             self.state = final

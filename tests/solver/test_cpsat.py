@@ -332,13 +332,14 @@ def test_windows_that_together_place_fewer_than_greedy_give_way_to_the_greedy_pl
     assert "fewer pods than one greedy run" in plan.warnings[-1]
 
 
-def test_windows_that_place_every_pod_are_not_compared_with_a_greedy_run_over_the_whole_queue(monkeypatch):
+def test_windows_that_place_every_pod_beyond_the_measure_check_are_not_compared_with_a_greedy_run(monkeypatch):
     from kplace.solver.cpsat import window as window_mod
 
     def fail(*args, **kwargs):
-        raise AssertionError("a plan placing every pod needs no whole-run greedy comparison")
+        raise AssertionError("a plan placing every pod needs no whole-run greedy comparison for pods placed")
 
     monkeypatch.setattr(window_mod.GreedyScheduler, "run", fail)
+    monkeypatch.setattr(window_mod, "MEASURE_CHECK", 2)  # the score measure's comparison: up to 2 pods
     state = build_state(node("a", cpu="4"), [pod(f"p{i}", cpu="1", creation=_ts(i)) for i in range(3)])
     plan = schedule_cpsat(state.index, options=CpsatOptions(window=1, time_limit=5, workers=1))
     assert len(plan.windows) == 3

@@ -196,30 +196,50 @@ def _requests_any(h, g, resources) -> bool:
 
 
 def capacity(ctx: ConstraintContext) -> None:
-    """Capacity, for every node n and resource r a group requests: Σ_g req[g, r] · y[g, n] ≤ free[n, r] + Σ_{v on n}
-    req[v, r] · e_v (the victims evicted there, `defaultpreemption.encoding`), posted only where the variables'
-    bounds alone do not guarantee it; pod slots: Σ_g y[g, n] ≤ maxPods[n] − pods[n] + Σ_{v on n} e_v."""
+    """Capacity, for every node n and resource r a group requests: Σ_g req[g, r] · y[g, n] ≤ free[n, r], posted only
+    where the variables' bounds alone do not guarantee it; pod slots: Σ_g y[g, n] ≤ maxPods[n] − pods[n].
+    With victims on n (`defaultpreemption.encoding`), per priority level ℓ of the groups there, the pods of priority
+    ≤ ℓ may use the room of the victims below ℓ only: Σ_{g: prio g ≤ ℓ} req[g, r]·y[g, n] ≤ free[n, r]
+    + Σ_{v on n, prio v < ℓ} req[v, r]·e_v (and the same for slots) — no pod gains from an eviction it could not
+    have made, as in kube, where a preemptor's victims are all below it."""
     v = ctx.handle
     state, index = v.state, v.state.index
     for n, entries in v.by_node.items():
+        if n in v.victims_on:
+            _capacity_with_victims(v, n, entries)
+            continue
         free = index.alloc[n] - state.requested[n]
         reqs = index.pod_req[[g.rep.idx for g, _ in entries]]
         ubs = np.array([v.ub[g.gid][n] for g, _ in entries], dtype=np.int64)
         variables = [var for _, var in entries]
-        victims = v.victims_on.get(n, [])
-        evicts = [e for _, e in victims]
-        freed = index.pod_req[[p.idx for p, _ in victims]] if victims else None
         worst = ubs @ reqs
         for r in np.flatnonzero(worst > free).tolist():  # only where the bounds alone do not guarantee it
             nz = np.flatnonzero(reqs[:, r] > 0).tolist()
-            gone = [] if freed is None else np.flatnonzero(freed[:, r] > 0).tolist()
-            v.model.add(cp_model.LinearExpr.weighted_sum([variables[i] for i in nz] + [evicts[i] for i in gone],
-                                                         reqs[nz, r].tolist() + (-freed[gone, r]).tolist()
-                                                         if gone else reqs[nz, r].tolist())
+            v.model.add(cp_model.LinearExpr.weighted_sum([variables[i] for i in nz], reqs[nz, r].tolist())
                         <= int(free[r]))
         slots = int(index.max_pods[n] - state.pod_count[n])
         if int(ubs.sum()) > slots:
-            v.model.add(cp_model.LinearExpr.sum(variables) - cp_model.LinearExpr.sum(evicts) <= slots)
+            v.model.add(cp_model.LinearExpr.sum(variables) <= slots)
+
+
+def _capacity_with_victims(v, n: int, entries) -> None:
+    """`capacity` on a node holding candidate victims: one constraint per priority level of its groups (doc)."""
+    state, index = v.state, v.state.index
+    free = np.append(index.alloc[n] - state.requested[n], index.max_pods[n] - state.pod_count[n])
+    victims = v.victims_on[n]
+    for level in sorted({g.priority for g, _ in entries}):
+        mine = [(g, var) for g, var in entries if g.priority <= level]
+        gone = [(p, e) for p, e in victims if p.priority < level]
+        reqs = np.column_stack([index.pod_req[[g.rep.idx for g, _ in mine]], np.ones(len(mine), dtype=np.int64)])
+        freed = np.column_stack([index.pod_req[[p.idx for p, _ in gone]], np.ones(len(gone), dtype=np.int64)]) \
+            if gone else np.zeros((0, reqs.shape[1]), dtype=np.int64)
+        for r in range(reqs.shape[1]):
+            uses = [(var, int(q)) for (_, var), q in zip(mine, reqs[:, r], strict=True) if q > 0]
+            if not uses:
+                continue
+            frees = [(e, -int(q)) for (_, e), q in zip(gone, freed[:, r], strict=True) if q > 0]
+            v.model.add(cp_model.LinearExpr.weighted_sum([x for x, _ in uses + frees], [c for _, c in uses + frees])
+                        <= int(free[r]))
 
 
 assert SCALE % 20 == 0, "the product forms divide SCALE by 10 and 20"
