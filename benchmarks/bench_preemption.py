@@ -177,18 +177,13 @@ def main() -> int:
     started = time.perf_counter()
     rows, gang_rows = [], []
     seeds = (0,) if args.quick else (0, 1, 2)
-    for label, workload, nodes, params in FAMILIES:
-        for seed in seeds:
-            row = run(label, workload, nodes, params, seed)
-            print(f"{label} seed {seed}: greedy {row['greedy']['placed']} victims {row['greedy']['victims']}; "
-                  f"CP-SAT {row['cpsat']['placed']} victims {row['cpsat']['victims']}", file=sys.stderr)
-            rows.append(row)
-    for label, workload, nodes, params in GANGS:
-        for seed in seeds:
-            row = run(label, workload, nodes, params, seed)
-            print(f"{label} seed {seed}: complete gangs greedy {row['greedy']['complete_gangs']}, CP-SAT "
-                  f"{row['cpsat']['complete_gangs']}", file=sys.stderr)
-            gang_rows.append(row)
+    for families, out, keys in ((FAMILIES, rows, ("placed", "victims")), (GANGS, gang_rows, ("complete_gangs",))):
+        for label, workload, nodes, params in families:
+            for seed in seeds:
+                row = run(label, workload, nodes, params, seed)
+                shown = "; ".join(f"{e} " + ", ".join(f"{k} {row[e][k]}" for k in keys) for e in ("greedy", "cpsat"))
+                print(f"{label} seed {seed}: {shown}", file=sys.stderr)
+                out.append(row)
     elapsed = time.perf_counter() - started
     write_json(RESULTS, {"machine": machine(), "seconds": elapsed, "rows": rows, "gangs": gang_rows})
     if not args.no_docs:

@@ -331,11 +331,7 @@ class GreedyScheduler:
             profile = self.config.profile_for(pod.spec.scheduler_name)
             if profile is None:
                 continue
-            gate = next((msg for p in profile.at("preEnqueue") for ok, msg in [p.pre_enqueue(pod)] if not ok), None)
-            if gate is None and self.index.gangs:
-                from .plugins.gangscheduling import gate as gang_gate
-
-                gate = gang_gate(self.index, pod)
+            gate = enqueue_gate(profile, self.index, pod)
             if gate is None:
                 queued.append(pod)
             else:
@@ -607,6 +603,16 @@ class GreedyScheduler:
         plan.warnings.extend(unimplemented_warnings(pods))
         plan.seconds = time.perf_counter() - started
         return plan
+
+
+def enqueue_gate(profile: Profile, index: ClusterIndex, pod: PodInfo) -> str | None:
+    """Why kube's queue keeps the pod out (a PreEnqueue plugin's message, or its gang's too few pods), or None."""
+    gate = next((msg for p in profile.at("preEnqueue") for ok, msg in [p.pre_enqueue(pod)] if not ok), None)
+    if gate is None and index.gangs:
+        from .plugins.gangscheduling import gate as gang_gate
+
+        gate = gang_gate(index, pod)
+    return gate
 
 
 def merge_retry(before: Attempt, again: Attempt) -> Attempt:

@@ -95,29 +95,39 @@ def plot_histograms(cmp) -> str:
     return _png(fig)
 
 
-def plot_priorities(data: dict[str, Any]) -> str:
+def _paired_bars(prios: list[str], bars, ylabel: str, title: str, height: float) -> str:
+    """Both engines' bars side by side per priority: `bars(engine)` → (values, label, stacked values or None)."""
     import matplotlib.pyplot as plt
 
-    prios = sorted({*data["greedy"]["placement"]["by_priority"], *data["cpsat"]["placement"]["by_priority"]},
-                   key=int)
     x = np.arange(len(prios))
-    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(prios) + 3), 3.2))
+    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(prios) + 3), height))
     for k, e in enumerate(("greedy", "cpsat")):
-        by = data[e]["placement"]["by_priority"]
-        placed = [by.get(p, {}).get("placed", 0) for p in prios]
-        pending = [by.get(p, {}).get("pending", 0) for p in prios]
+        values, label, stacked = bars(e)
         pos = x + (k - 0.5) * 0.38
-        ax.bar(pos, placed, width=0.36, color=COLORS[e], label=f"{LABELS[e]}: placed")
-        ax.bar(pos, pending, width=0.36, bottom=placed, color=COLORS[e], alpha=0.25, hatch="//",
-               label=f"{LABELS[e]}: pending")
-        for xi, v in zip(pos, placed, strict=True):
+        ax.bar(pos, values, width=0.36, color=COLORS[e], label=label)
+        if stacked is not None:
+            ax.bar(pos, stacked, width=0.36, bottom=values, color=COLORS[e], alpha=0.25, hatch="//",
+                   label=f"{LABELS[e]}: pending")
+        for xi, v in zip(pos, values, strict=True):
             ax.text(xi, v, f"{v}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, [f"priority {p}" for p in prios])
-    ax.set_ylabel("pods")
-    ax.set_title("Pods placed per priority", fontsize=12)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=12)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return _png(fig)
+
+
+def plot_priorities(data: dict[str, Any]) -> str:
+    prios = sorted({*data["greedy"]["placement"]["by_priority"], *data["cpsat"]["placement"]["by_priority"]},
+                   key=int)
+
+    def bars(e):
+        by = data[e]["placement"]["by_priority"]
+        return ([by.get(p, {}).get("placed", 0) for p in prios], f"{LABELS[e]}: placed",
+                [by.get(p, {}).get("pending", 0) for p in prios])
+
+    return _paired_bars(prios, bars, "pods", "Pods placed per priority", 3.2)
 
 
 def _stage_family(stage: str) -> str:
@@ -259,26 +269,12 @@ def _kube_html(data: dict[str, Any]) -> str:
 
 def plot_victims(data: dict[str, Any]) -> str | None:
     """Victims per priority, both engines side by side; None when neither evicts."""
-    import matplotlib.pyplot as plt
-
     by = {e: data[e]["placement"].get("evictions_by_priority", {}) for e in ("greedy", "cpsat")}
     prios = sorted({*by["greedy"], *by["cpsat"]}, key=int)
     if not prios:
         return None
-    x = np.arange(len(prios))
-    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(prios) + 3), 3.0))
-    for k, e in enumerate(("greedy", "cpsat")):
-        values = [by[e].get(p, 0) for p in prios]
-        pos = x + (k - 0.5) * 0.38
-        ax.bar(pos, values, width=0.36, color=COLORS[e], label=LABELS[e])
-        for xi, v in zip(pos, values, strict=True):
-            ax.text(xi, v, f"{v}", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x, [f"priority {p}" for p in prios])
-    ax.set_ylabel("pods evicted")
-    ax.set_title("Preemption victims per priority", fontsize=12)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    return _png(fig)
+    return _paired_bars(prios, lambda e: ([by[e].get(p, 0) for p in prios], LABELS[e], None), "pods evicted",
+                        "Preemption victims per priority", 3.0)
 
 
 def build_html(cmp, title: str = "kplace compare") -> str:

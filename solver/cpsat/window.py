@@ -39,7 +39,7 @@ from ..framework.encoding import EncodingContext, ObjectiveTerm
 from ..framework.plugin import CycleState, Plugin
 from ..framework.runtime import count_reasons, fit_error_message, internal_error, run_filters, run_pre_filter
 from ..framework.state import ClusterState
-from ..greedy import GreedyScheduler, unimplemented_warnings
+from ..greedy import GreedyScheduler, enqueue_gate, unimplemented_warnings
 from ..measure import measure
 from ..plugins import encodings
 from ..plugins.defaultpreemption.encoding import Victims, candidates, freed_on, may_preempt, violating
@@ -462,8 +462,9 @@ class CpsatScheduler:
             # no CP-SAT plan as good as greedy's: the reordered greedy pass the search started from when it
             # beats greedy (a plan kube's filters accepted pod by pod), else greedy's plan
             hint = base.hint_attempts
-            if base.hint_state is not base.greedy_state and _lex_less(
-                    fb_vec, _attempts_vector(pods, hint)):
+            hint_vec = _net_vectors(pods, (set(), [v.priority for v in fb_victims]),
+                                    extra=[{i for i, a in hint.items() if a.node is not None}])[-1]
+            if base.hint_state is not base.greedy_state and _lex_less(fb_vec, hint_vec):
                 self.state, chosen, status = base.hint_state, hint, "FEASIBLE"
             else:
                 self.state, chosen, status = base.fallback_state, fallback, "FALLBACK"
@@ -757,11 +758,7 @@ class CpsatScheduler:
             profile = self.config.profile_for(p.spec.scheduler_name)
             if profile is None:
                 continue
-            gate = next((msg for pl in profile.at("preEnqueue") for ok, msg in [pl.pre_enqueue(p)] if not ok), None)
-            if gate is None and self.index.gangs:
-                from ..plugins.gangscheduling import gate as gang_gate
-
-                gate = gang_gate(self.index, p)
+            gate = enqueue_gate(profile, self.index, p)
             if gate is not None:
                 plan.placements.append(Placement(p.key, None, gate, p.priority))
                 continue
