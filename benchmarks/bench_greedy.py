@@ -36,6 +36,8 @@ WORKLOADS = [
     ("perf-preferred-pod-anti-affinity", 5000, 5000, 5000, 90),
     ("perf-spread", 5000, 5000, 5000, 460),
     ("perf-preferred-spread", 5000, 5000, 5000, 340),
+    ("perf-preemption-basic", 1000, 4000, 1000, 0),  # no kube threshold for the 1000-node workload
+    ("perf-preemption-async", 5000, 20000, 5000, 570),
 ]
 # This project's own target for SchedulingBasic on a 2-core machine (kube's floor, 680, is for CI hardware).
 TARGETS = {"perf-basic": 500}

@@ -7,9 +7,9 @@ Every generator is deterministic for a seed and builds plain wire-format dicts (
 prints), so `kplace` loads the result like any export. Workloads:
 
 - `perf-*`: kube-scheduler's own scheduler_perf workloads (SchedulingBasic, SchedulingNodeAffinity,
-  SchedulingPodAffinity, SchedulingPodAntiAffinity, the Preferred* variants, TopologySpreading and
-  PreferredTopologySpreading), with the init pods already bound consistently with their constraints and the
-  measured pods pending.
+  SchedulingPodAffinity, SchedulingPodAntiAffinity, the Preferred* variants, TopologySpreading,
+  PreferredTopologySpreading, PreemptionBasic and PreemptionAsync), with the init pods already bound consistently
+  with their constraints and the measured pods pending (PreemptionAsync's churned high-priority pods among them).
 - `dcm`: DCM's Kubernetes protocol (replica groups, a fraction with hostname anti-affinity to their own group).
 - `fragmentation`, `spread-zones`, `priority-overload`: traps for greedy placement.
 - `openb`: Alibaba's real openb GPU cluster and pod list (needs the data folder).
@@ -206,8 +206,11 @@ PERF_POD_TEMPLATES: dict[str, tuple[str, dict[str, str], Obj]] = {
             {"podAffinityTerm": _perf_term("yellow", HOSTNAME), "weight": 1}]}}}),
     "pod-with-topology-spreading": ("spreading-pod-", {"color": "blue"}, _perf_spread("DoNotSchedule")),
     "pod-with-preferred-topology-spreading": ("spreading-pod-", {"color": "blue"}, _perf_spread("ScheduleAnyway")),
+    "pod-low-priority": ("pod-", {}, {}),
+    "pod-high-priority": ("pod-high-priority-", {}, {"priority": 10}),
 }
-_PERF_POD_CPU_M, _PERF_POD_MEM_MI = 100, 500
+_PERF_POD_CPU_M = {"pod-low-priority": 900, "pod-high-priority": 3000}  # millicores; the others ask 100m
+_PERF_POD_MEM_MI = 500
 
 
 @dataclass(frozen=True)
@@ -221,6 +224,7 @@ class PerfWorkload:
     pods: int
     threshold: int  # kube's CI floor (pods/s) for the 5000-node workload
     one_per_node: bool = False  # init pods carry hostname anti-affinity against each other
+    churn: str | None = None  # a template created every 200 ms while the measured pods schedule (churn opcode)
 
 
 PERF: dict[str, PerfWorkload] = {
@@ -244,12 +248,17 @@ PERF: dict[str, PerfWorkload] = {
     "perf-preferred-spread": PerfWorkload("PreferredTopologySpreading/5000Nodes_5000Pods",
                                           "pod-with-preferred-topology-spreading", "pod-default",
                                           ("moon-1", "moon-2", "moon-3"), 5000, lambda n: n, 5000, 340),
+    # Each node holds 4 low-priority pods (3.6 of 4 CPU); a high-priority pod (3 CPU) must preempt 3 of them.
+    "perf-preemption-basic": PerfWorkload("PreemptionBasic/1000Nodes", "pod-high-priority", "pod-low-priority",
+                                          None, 1000, lambda n: 4 * n, 1000, 0),
+    "perf-preemption-async": PerfWorkload("PreemptionAsync/5000Nodes", "pod-default", "pod-low-priority", None, 5000,
+                                          lambda n: 4 * n, 5000, 570, churn="pod-high-priority"),
 }
 
 
 def perf_pod(template: str, name: str, namespace: str, created: int, node: str | None = None) -> Obj:
     _, labels, spec = PERF_POD_TEMPLATES[template]
-    res = {"cpu": f"{_PERF_POD_CPU_M}m", "memory": f"{_PERF_POD_MEM_MI}Mi"}
+    res = {"cpu": f"{_PERF_POD_CPU_M.get(template, 100)}m", "memory": f"{_PERF_POD_MEM_MI}Mi"}
     pod = _pod(name, namespace, res, limits=res, created=created, labels=labels, node=node, extra_spec=spec,
                image="registry.k8s.io/pause:3.10.1")
     pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
@@ -269,14 +278,21 @@ def perf_nodes(count: int, zones: tuple[str, ...] | None) -> list[Obj]:
 def _perf(name: str, nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
     w = PERF[name]
     n_nodes = w.nodes if nodes is None else nodes
-    p = _parse_params(name, [Param("init", "bound init pods", _int_in(0))], params)
+    spec = [Param("init", "bound init pods", _int_in(0))]
+    if w.churn:
+        spec.append(Param("churn", "churned pods (default: one per 200 ms of the measured pods at kube's threshold)",
+                          _int_in(0)))
+    p = _parse_params(name, spec, params)
     n_init = w.init(n_nodes) if p["init"] is None else p["init"]
     n_pods = w.pods if pods is None else pods
+    n_churn = 0
+    if w.churn:
+        n_churn = math.ceil(n_pods / w.threshold * 5) if p["churn"] is None else p["churn"]
     if w.one_per_node and n_init > n_nodes:
         raise InputError(f"workload {name!r}: init={n_init} pods with hostname anti-affinity need at least as many "
                          f"nodes (got {n_nodes})")
     per_node = math.ceil(n_init / n_nodes) if n_nodes else 0
-    if per_node * _PERF_POD_CPU_M > 4000:
+    if per_node * _PERF_POD_CPU_M.get(w.init_template, 100) > 4000:
         raise InputError(f"workload {name!r}: init={n_init} pods do not fit on {n_nodes} nodes")
     node_objs = perf_nodes(n_nodes, w.zones)
     names = [n["metadata"]["name"] for n in node_objs]
@@ -288,6 +304,12 @@ def _perf(name: str, nodes: int | None, pods: int | None, seed: int, params: dic
     init = [perf_pod(w.init_template, f"init-{gen_init}{i:0{width}d}", "sched-0", i, node=names[i % n_nodes])
             for i in range(n_init)]
     measured = [perf_pod(w.template, f"{gen}{i:0{width}d}", "sched-1", n_init + i) for i in range(n_pods)]
+    if n_churn:  # created among the measured pods, evenly, as the 200 ms churn interleaves them
+        step = max(1, n_pods // n_churn)
+        gen_churn = PERF_POD_TEMPLATES[w.churn][0]
+        for k in range(n_churn):
+            churned = perf_pod(w.churn, f"{gen_churn}{k:0{width}d}", "sched-1", n_init + k * step)
+            measured.insert(k * (step + 1), churned)
     items = [_namespace("sched-0"), _namespace("sched-1"), *node_objs, *init, *measured]
     return _as_list(items, {"kplace.io/generator": name, "kplace.io/upstream": f"scheduler_perf {w.upstream}",
                             "kplace.io/kube-threshold-pods-per-second": str(w.threshold), "kplace.io/seed": str(seed)})
@@ -575,11 +597,13 @@ def _preemption_pdb(nodes: int | None, pods: int | None, seed: int, params: dict
                               created=t, labels={"tier": "low", "app": app}, node=name,
                               extra_spec={"priorityClassName": "low-priority", "priority": 100}))
             used, low, t = used + cpu, low + 1, t + 1
-    for k in range((low + 9) // 10):
-        app = f"batch-{k:03d}"
+    for k in range((low + 9) // 10):  # status as the disruption controller writes it (kube-scheduler reads it)
+        app, size = f"batch-{k:03d}", min(10, low - 10 * k)
         items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                       "metadata": {"name": app, "namespace": "prio"},
-                      "spec": {"selector": _selector({"app": app}), "maxUnavailable": p["budget"]}})
+                      "spec": {"selector": _selector({"app": app}), "maxUnavailable": p["budget"]},
+                      "status": {"currentHealthy": size, "desiredHealthy": max(0, size - p["budget"]),
+                                 "expectedPods": size, "disruptionsAllowed": min(size, p["budget"])}})
     demand = n_nodes * 8000 * p["demand"] // 100
     made, total = 0, 0
     while (pods is None and total < demand) or (pods is not None and made < pods):

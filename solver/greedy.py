@@ -269,7 +269,28 @@ class GreedyScheduler:
         if not len(held):
             return
         active = {p.name for p in profile.at("preFilter")} - skipped
-        reuse = cycle if cycle is not None and not active & STATE_DEPENDENT_PREFILTER else None
+        if cycle is not None and not active & STATE_DEPENDENT_PREFILTER:
+            # No active PreFilter reads other pods, so each node's filters read that node alone: every node's
+            # nominated pods are added at once and the filters run once over those nodes.
+            rows, added_pods = [], []
+            for i in held.tolist():
+                others = self.nominated_on(pod, int(nodes[i]))
+                if others:
+                    rows.append(i)
+                    added_pods += [(q, int(nodes[i])) for q in others]
+            if not rows:
+                return
+            for q, n in added_pods:
+                self.state.assume(q, n)
+            try:
+                added = run_filters(profile, self.state, pod, cycle, nodes[rows], skipped)
+            finally:
+                for q, _ in added_pods:
+                    self.state.forget(q)
+            failed = np.flatnonzero(added.code != 0)
+            if len(failed):
+                out.copy_nodes(np.asarray(rows)[failed], added, failed)
+            return
         for i in held.tolist():
             n = int(nodes[i])
             others = self.nominated_on(pod, n)
@@ -278,19 +299,16 @@ class GreedyScheduler:
             for q in others:
                 self.state.assume(q, n)
             try:
-                with_them, pre_skipped = reuse, set()
-                if with_them is None:
-                    with_them = CycleState()
-                    pre = run_pre_filter(profile, self.state, pod, with_them)
-                    if pre.code != Code.SUCCESS:
-                        continue  # kube adds the pods through PreFilter extensions, which never reject: keep it
-                    pre_skipped = pre.skipped
-                added = run_filters(profile, self.state, pod, with_them, nodes[i : i + 1], skipped | pre_skipped)
+                with_them = CycleState()
+                pre = run_pre_filter(profile, self.state, pod, with_them)
+                if pre.code != Code.SUCCESS:
+                    continue  # kube adds the pods through PreFilter extensions, which never reject: keep it
+                added = run_filters(profile, self.state, pod, with_them, nodes[i : i + 1], skipped | pre.skipped)
             finally:
                 for q in others:
                     self.state.forget(q)
             if added.code[0] != 0:
-                out.copy_node(i, added, 0)
+                out.copy_nodes(np.array([i]), added, np.array([0]))
 
     def schedule_all(self, pods: list[PodInfo], on_pod: Callable[[int, int, int], None] | None = None
                      ) -> dict[int, Attempt]:
@@ -548,7 +566,8 @@ class GreedyScheduler:
             self._drop_nomination(q)
         for victim, _ in result.victims:
             self.state.forget(victim)
-            self.pdb_disrupt(victim)
+            if self.respect_pdbs:  # kube reads the PDB status as last written: its own deletions do not lower it
+                self.pdb_disrupt(victim)
         if self.tracer is not None:
             self.tracer.failed(msg)
         self._add_nomination(pod, result.node)
@@ -567,7 +586,8 @@ class GreedyScheduler:
     # --- PDB bookkeeping (for preemption) ---------------------------------------------------------
 
     def pdb_allowed(self) -> dict[int, int]:
-        """Remaining disruptionsAllowed per PDB (index into snapshot.pdbs), updated as victims go."""
+        """Remaining disruptionsAllowed per PDB (index into snapshot.pdbs), lowered as victims go when PDBs are
+        respected."""
         if self._pdb_allowed is None:
             snap = self.index.snapshot
             self._pdb_allowed = {i: snap.pdb_disruptions_allowed(p) for i, p in enumerate(snap.pdbs)}

@@ -52,9 +52,10 @@ class FilterOutcome:
         p = int(self.plugin[i])
         return [] if p < 0 else self.results[self.plugins[p]].reasons_of(i)
 
-    def copy_node(self, i: int, other: FilterOutcome, j: int) -> None:
-        """Node i's status becomes node j's of `other` (same profile): its code, deciding plugin and reasons.
+    def copy_nodes(self, i: np.ndarray, other: FilterOutcome, j: np.ndarray) -> None:
+        """Nodes i take the statuses of nodes j of `other` (same profile): code, deciding plugin and reasons.
         The results' arrays may be shared with the plugins, so they are copied, not written in place."""
+        i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
         self.code[i], self.plugin[i] = other.code[j], other.plugin[j]
         for name in {*self.results, *other.results}:
             mine, theirs = self.results.get(name), other.results.get(name)
@@ -64,8 +65,8 @@ class FilterOutcome:
                 m[i] = False
             code[i] = theirs.code[j] if theirs else 0
             for text, mask in theirs.reasons if theirs else ():
-                if mask[j]:
-                    reasons.setdefault(text, np.zeros(len(self.nodes), dtype=bool))[i] = True
+                if mask[j].any():
+                    reasons.setdefault(text, np.zeros(len(self.nodes), dtype=bool))[i] = mask[j]
             self.results[name] = FilterResult(code, list(reasons.items()))
 
 

@@ -33,7 +33,8 @@ FAMILIES = [  # (workload, nodes, pods, params): 100+ nodes sample; the rest pus
     ("perf-preferred-pod-anti-affinity", 300, 300, {}), ("perf-spread", 300, 300, {}),
     ("perf-preferred-spread", 300, 300, {}), ("priority-overload", 100, 300, {}), ("dcm", 200, 300, {"fill": "50"}),
     ("spread-zones", 60, 120, {}), ("fragmentation", 40, 100, {}), ("preferred-affinity", 20, 21, {}),
-    ("volumes", 12, 12, {}),
+    ("volumes", 12, 12, {}), ("perf-preemption-basic", 60, 40, {}),
+    ("perf-preemption-async", 100, 200, {"churn": "10"}), ("preemption-pdb", 30, 40, {}),
 ]
 
 

@@ -55,11 +55,15 @@ def test_perf_workloads_shape(name, tmp_path):
     zones = {n.metadata.labels.get(ZONE) for n in snap.nodes}
     assert zones == (set(w.zones) if w.zones else {None})
     init, measured = bound(snap), pending(snap)
-    assert len(init) == 6 and len(measured) == 8
+    churned = [p for p in measured if w.churn and p.spec.priority]
+    assert len(init) == 6 and len(measured) == 8 + len(churned)
     assert {p.metadata.namespace for p in init} == {"sched-0"}
     assert {p.metadata.namespace for p in measured} == {"sched-1"}
-    for p in snap.pods:
-        assert p.spec.containers[0].resources.requests["cpu"] == pytest.approx(0.1)
+    cpu = {"perf-preemption-basic": (0.9, 3.0), "perf-preemption-async": (0.9, 0.1)}.get(name, (0.1, 0.1))
+    for pods, want in ((init, cpu[0]), ([p for p in measured if p not in churned], cpu[1]), (churned, 3.0)):
+        for p in pods:
+            assert p.spec.containers[0].resources.requests["cpu"] == pytest.approx(want)
+    assert len(churned) == (1 if w.churn else 0)  # one per 200 ms at kube's rate
     spec = measured[0].spec
     if "node-affinity" in name:
         assert spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution is not None
@@ -86,6 +90,27 @@ def test_perf_defaults_match_scheduler_perf():
     assert kinds["Node"] == 50 and kinds["Pod"] == 10 + 10000  # init = nodes / 5
     doc = generate("perf-spread", nodes=30, pods=0, seed=0, params={})
     assert sum(1 for i in doc["items"] if i["kind"] == "Pod") == 30  # init = nodes
+
+
+def test_preemption_workloads_default_to_four_low_priority_pods_per_node_and_churn_at_kubes_rate():
+    doc = generate("perf-preemption-async", nodes=50, pods=570, seed=0, params={})
+    pods = [i for i in doc["items"] if i["kind"] == "Pod"]
+    high = [p for p in pods if p["spec"].get("priority") == 10]
+    assert len(pods) - len(high) == 4 * 50 + 570
+    assert len(high) == 5  # one per 200 ms of 570 pods at kube's 570 pods/s
+    assert generate("perf-preemption-async", nodes=5, pods=10, seed=0, params={"churn": "0"})["items"]
+
+
+def test_greedy_preempts_three_of_the_four_low_priority_pods_for_each_high_priority_pod(tmp_path):
+    from kplace.solver.greedy import schedule_greedy
+
+    snap = load(generate("perf-preemption-basic", nodes=6, pods=4, seed=0, params={}), tmp_path)
+    plan = schedule_greedy(compile_index(snap))
+    placed = [p for p in plan.placements if p.node]
+    assert len(placed) == 4
+    by_preemptor = Counter(v.preemptor for v in plan.evictions)
+    assert sorted(by_preemptor.values()) == [3, 3, 3, 3]
+    assert len({v.node for v in plan.evictions}) == 4  # one node per preemptor
 
 
 def test_perf_anti_affinity_init_cannot_exceed_nodes():

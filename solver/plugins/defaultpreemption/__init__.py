@@ -14,8 +14,10 @@ Messages: nodes that cannot help are "Preemption is not helpful for scheduling" 
 victims found for incoming pod".
 
 One deliberate difference: kplace never evicts what a PDB protects. kube takes a PDB-violating candidate
-when no other exists; kplace drops such candidates (the pod stays pending with "would violate a
-PodDisruptionBudget") unless the scheduler was built with `respect_pdbs=False` (`--allow-pdb-violations`).
+when no other exists, and reads each PDB's `status.disruptionsAllowed` as the disruption controller last wrote
+it, which its own evictions in a burst do not lower; kplace drops such candidates (the pod stays pending with
+"would violate a PodDisruptionBudget") and counts its own evictions against the budgets, unless the scheduler
+was built with `respect_pdbs=False` (`--allow-pdb-violations`), which is kube's behaviour on both counts.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from kplace.models.selectors import Selector
 from ...framework.config import Profile
 from ...framework.plugin import STATE_DEPENDENT_PREFILTER, Code, CycleState
 from ...framework.runtime import FilterOutcome, fit_error_message, run_filters, run_pre_filter
+from ..noderesources.helpers import TOO_MANY_PODS, checked_requests
 
 if TYPE_CHECKING:
     from ...framework.handle import PreemptionHandle
@@ -101,7 +104,10 @@ class _Fits:
     """Does the preemptor pass the filters on a node in the current (victim-adjusted) state?
 
     When every PreFilter that reads other pods is skipped for this pod, the PreFilter result does not depend
-    on which victims are removed, so it is computed once; Filters always read the live state."""
+    on which victims are removed, so it is computed once; Filters always read the live state. When, besides,
+    NodeResourcesFit is the only filter left to run on a node (the others skipped, or reading no other pod and
+    already passed there), the dry run is arithmetic on the node's free room (`by_room`): the filters' verdict
+    is exactly `_Room.fits`, with the nominated pods counted as kube's dry run with them counts them."""
 
     def __init__(self, handle: PreemptionHandle, profile: Profile, pod: PodInfo) -> None:
         self.handle, self.profile, self.pod = handle, profile, pod
@@ -110,6 +116,13 @@ class _Fits:
         active = {p.name for p in profile.at("preFilter")} - self.pre.skipped
         self.reuse = not (active & STATE_DEPENDENT_PREFILTER)
         self.passed: dict[int, frozenset[str]] = {}  # node → pod-independent filters it passed in the cycle
+        fit = profile.plugin("NodeResourcesFit")
+        self.counts_resources = fit is not None and fit in profile.at("filter")
+        cols, want = (checked_requests(handle.index, pod.idx, fit.config.ignored_resources, fit.config.ignored_groups)
+                      if self.counts_resources else (np.zeros(0, dtype=np.int64), np.zeros(0)))
+        self.cols, self.want = cols, want.tolist()
+        others = {p.name for p in profile.at("filter")} - self.pre.skipped - {"NodeResourcesFit"}
+        self.needs_passed = frozenset(others) if self.reuse and others <= POD_INDEPENDENT_FILTERS else None
 
     def note_passed(self, outcome: FilterOutcome) -> None:
         """From the cycle's outcome: per node, the pod-independent filters before its deciding one."""
@@ -119,6 +132,24 @@ class _Fits:
                 name = outcome.plugins[k]
                 before = order[: order.index(name)] if name in order else []
                 self.passed[node] = frozenset(n for n in before if n in POD_INDEPENDENT_FILTERS)
+
+    def by_room(self, node: int) -> bool:
+        """Whether `_Room.fits` alone decides the filters on the node (see the class docstring)."""
+        pre = self.pre
+        return (self.needs_passed is not None and pre.code == Code.SUCCESS and (pre.nodes is None or node in pre.nodes)
+                and self.needs_passed <= self.passed.get(node, frozenset()))
+
+    def room(self, node: int, gone: list[PodInfo], nominated: list[PodInfo]) -> _Room:
+        """The node's free room (NodeResourcesFit's checked resources and pod slots) with `gone` removed and the
+        `nominated` pods added."""
+        index, state, cols = self.handle.index, self.handle.state, self.cols
+        free = index.alloc[node, cols] - state.requested[node, cols]
+        if gone:
+            free = free + index.pod_req[np.array([p.idx for p in gone])][:, cols].sum(axis=0)
+        if nominated:
+            free = free - index.pod_req[np.array([p.idx for p in nominated])][:, cols].sum(axis=0)
+        slots = int(index.max_pods[node] - state.pod_count[node]) + len(gone) - len(nominated)
+        return _Room(self, free.tolist(), slots)
 
     def without(self, node: int, lower: list[PodInfo]) -> list[str]:
         """The filters' reasons on the node with `lower` gone (restored after)."""
@@ -150,16 +181,39 @@ class _Fits:
         return out.reasons(0) if out.code[0] != 0 else []
 
 
-def _could_fit_without(handle: PreemptionHandle, pod: PodInfo, node: int, lower: list[PodInfo],
-                       nominated: list[PodInfo] = ()) -> bool:
-    """A necessary condition, cheap: with every lower-priority pod gone (and the pods nominated there that its
-    filters count), the requests and pod slot fit."""
-    index, state = handle.index, handle.state
-    freed = index.pod_req[[p.idx for p in lower]].sum(axis=0) - index.pod_req[[p.idx for p in nominated]].sum(axis=0)
-    free = index.alloc[node] - state.requested[node] + freed
-    req = index.pod_req[pod.idx]
-    slots = index.max_pods[node] - state.pod_count[node] + len(lower) - len(nominated)
-    return bool(slots >= 1 and np.all((req <= 0) | (req <= free)))
+class _Room:
+    """A node's free room for the preemptor: free[r] per checked resource and pod slots. NodeResourcesFit passes
+    iff slots ≥ 1 and want[r] ≤ free[r] for every r (a necessary condition for the whole filter chain)."""
+
+    __slots__ = ("fits_", "free", "slots")
+
+    def __init__(self, fits: _Fits, free: list, slots: int) -> None:
+        self.fits_, self.free, self.slots = fits, free, slots
+
+    def fits(self) -> bool:
+        return (not self.fits_.counts_resources or self.slots >= 1) and all(
+            w <= f for w, f in zip(self.fits_.want, self.free, strict=True))
+
+    def reasons(self) -> list[str]:
+        """NodeResourcesFit's reasons on this room, in its order."""
+        fits = self.fits_
+        short = [f"Insufficient {fits.handle.index.resources[c]}"
+                 for c, w, f in zip(fits.cols.tolist(), fits.want, self.free, strict=True) if w > f]
+        return [TOO_MANY_PODS] * (fits.counts_resources and self.slots < 1) + short
+
+    def fits_with(self, p: PodInfo) -> bool:
+        """Whether the room still fits the preemptor once `p` is back on the node."""
+        fits = self.fits_
+        if fits.counts_resources and self.slots < 2:
+            return False
+        back = fits.handle.index.pod_req[p.idx, fits.cols].tolist()
+        return all(w <= f - b for w, f, b in zip(fits.want, self.free, back, strict=True))
+
+    def take(self, p: PodInfo) -> None:
+        """`p` is back on the node."""
+        back = self.fits_.handle.index.pod_req[p.idx, self.fits_.cols].tolist()
+        self.free = [f - b for f, b in zip(self.free, back, strict=True)]
+        self.slots -= 1
 
 
 def _split_by_pdb(handle: PreemptionHandle, pods: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
@@ -188,28 +242,42 @@ def select_victims(handle: PreemptionHandle, profile: Profile, pod: PodInfo, nod
     if not lower:
         return None, [NO_VICTIMS]
     nominated = handle.nominated_on(pod, node)
-    if not _could_fit_without(handle, pod, node, lower, nominated):
+    room = fits.room(node, lower, nominated)
+    if not room.fits():
         # the requests cannot fit even with every lower-priority pod gone: kube reports the filters' reasons
-        return None, fits.without(node, lower) if handle.explain else [NO_VICTIMS]
+        if not handle.explain:
+            return None, [NO_VICTIMS]
+        return None, room.reasons() if fits.by_room(node) else fits.without(node, lower)
+    lower.sort(key=lambda p: (-p.priority, start_time(p)))
+    violating, ok = _split_by_pdb(handle, lower)
+    victims: list[PodInfo] = []
+    violating_ids: set[int] = set()
+    if fits.by_room(node):  # the filters' verdict is the room's: no dry run on the state
+        for group, is_violating in ((violating, True), (ok, False)):
+            for p in group:
+                if room.fits_with(p):
+                    room.take(p)
+                    continue
+                victims.append(p)
+                if is_violating:
+                    violating_ids.add(p.idx)
+        return Candidate(node, victims, violating_ids), []
     for p in lower:
         state.forget(p)
     try:
         reasons = fits(node)
         if reasons:
             return None, reasons
-        lower.sort(key=lambda p: (-p.priority, start_time(p)))
-        violating, ok = _split_by_pdb(handle, lower)
-        victims: list[PodInfo] = []
-        violating_ids: set[int] = set()
         for group, is_violating in ((violating, True), (ok, False)):
             for p in group:
-                state.assume(p, node)
-                # Adding p back: if the requests no longer fit (with the nominated pods the filters count),
-                # NodeResourcesFit rejects for sure, so p is a victim without running the filters; otherwise the
-                # filters decide.
-                if _could_fit_without(handle, pod, node, [], nominated) and not fits(node):
-                    continue
-                state.forget(p)
+                # Adding p back: if the room no longer fits, NodeResourcesFit rejects for sure, so p is a victim
+                # without running the filters; otherwise the filters decide.
+                if room.fits_with(p):
+                    state.assume(p, node)
+                    if not fits(node):
+                        room.take(p)
+                        continue
+                    state.forget(p)
                 victims.append(p)
                 if is_violating:
                     violating_ids.add(p.idx)
@@ -269,7 +337,8 @@ def preempt(
     if not candidates:
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
     best = min(candidates, key=Candidate.key)  # min() keeps the first of equals: "first candidate"
-    tied = [c for c in candidates if c.key() == best.key()]  # kube walks from a random offset: any may be first
+    best_key = best.key()
+    tied = [c for c in candidates if c.key() == best_key]  # kube walks from a random offset: any may be first
     forced = handle.choose_candidate([c.node for c in tied])
     best = next((c for c in tied if c.node == forced), best)
     victims = [(v, v.idx in best.violating) for v in best.victims]

@@ -54,7 +54,7 @@ def _rows(matrix: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     return np.take(matrix, nodes, axis=0)
 
 
-def _checked(index: ClusterIndex, pod_idx: int, ignored: Collection[str], groups: Collection[str]
+def checked_requests(index: ClusterIndex, pod_idx: int, ignored: Collection[str], groups: Collection[str]
              ) -> tuple[np.ndarray, np.ndarray]:
     """`checked_columns` as an array and the pod's requests there, computed once per pod and filter arguments
     (a pod's requests never change)."""
@@ -83,7 +83,7 @@ def fit_filter(
     if fail.any():
         reasons.append((TOO_MANY_PODS, fail.copy()))
     code = fail.astype(np.int8)  # Code.UNSCHEDULABLE is 1
-    cols, want = _checked(index, pod_idx, ignored, groups)
+    cols, want = checked_requests(index, pod_idx, ignored, groups)
     if len(cols):
         alloc = _rows(index.alloc, nodes)[:, cols]
         short = want > alloc - _rows(state.requested, nodes)[:, cols]

@@ -1,0 +1,94 @@
+import json
+
+import pytest
+from kplace.instances.generators import generate
+from kplace.models import compile_index, load_state
+from kplace.models.index import ClusterIndex
+from kplace.solver.greedy import schedule_greedy
+from kplace.solver.plugins import defaultpreemption
+from kplace.solver.testing import build_snapshot, node, pod
+
+
+def low(name, cpu, node_name="n1", priority=0, creation=None, labels=None):
+    return pod(name, cpu=cpu, node_name=node_name, priority=priority, creation=creation, labels=labels)
+
+
+def plan_of(*objects, allow_pdb_violations=False):
+    return schedule_greedy(ClusterIndex(build_snapshot(*objects)), allow_pdb_violations=allow_pdb_violations)
+
+
+def victims(plan):
+    return sorted(e.pod.split("/")[1] for e in plan.evictions)
+
+
+T0, T1, T2, T3 = (f"2026-01-01T00:00:0{i}Z" for i in range(4))
+PDB = {"kind": "PodDisruptionBudget", "metadata": {"name": "keep", "namespace": "default"},
+       "spec": {"selector": {"matchLabels": {"app": "keep"}}, "maxUnavailable": 0},
+       "status": {"disruptionsAllowed": 0}}
+
+# (sentence, objects, node the preemptor lands on or None, victims)
+CASES = [
+    ("A pod evicts only as many lower-priority pods as it needs, reprieving the most important first.",
+     [node("n1"), low("a", "900m", creation=T0), low("b", "900m", creation=T1), low("c", "900m", creation=T2),
+      low("d", "900m", creation=T3), pod("p", cpu="3", priority=10)], "n1", ["b", "c", "d"]),
+    ("Higher-priority victims are reprieved before earlier-started ones.",
+     [node("n1"), low("a", "2", priority=5, creation=T1), low("b", "2", creation=T0), pod("p", cpu="2", priority=10)],
+     "n1", ["b"]),
+    ("Pods of the preemptor's priority or above are never victims.",
+     [node("n1"), low("a", "3", priority=10), low("b", "1"), pod("p", cpu="2", priority=10)], None, []),
+    ("A node whose lower-priority pods cannot free enough is passed over for one that can.",
+     [node("n1"), low("a", "3", priority=20), low("b", "1"), node("n2"), low("c", "4", node_name="n2"),
+      pod("p", cpu="2", priority=10)], "n2", ["c"]),
+    ("The node whose victims have the lowest highest priority wins.",
+     [node("n1"), low("a", "4", priority=5), node("n2"), low("b", "4", node_name="n2", priority=1),
+      pod("p", cpu="2", priority=10)], "n2", ["b"]),
+    ("A free pod slot is room too: a full node's lowest pod goes even when resources would fit.",
+     [node("n1", pods=2), low("a", "100m", creation=T0), low("b", "100m", creation=T1),
+      pod("p", cpu="100m", priority=10)], "n1", ["b"]),
+    ("A resource kube does not track (no domain, not native) does not stop preemption.",
+     [node("n1"), low("a", "4"), pod("p", cpu="2", priority=10, extra={"foo": "1"})], "n1", ["a"]),
+    ("A PDB that allows no disruption protects its pods: the preemptor stays pending.",
+     [node("n1"), low("a", "4", labels={"app": "keep"}), PDB, pod("p", cpu="2", priority=10)], None, []),
+    ("A PDB-protected pod is reprieved first when another victim makes room.",
+     [node("n1"), low("a", "2", labels={"app": "keep"}, creation=T1), low("b", "2", creation=T0), PDB,
+      pod("p", cpu="2", priority=10)], "n1", ["b"]),
+    ("A pod nominated to the node holds its room against a lower-priority preemptor.",
+     [node("n1"), low("a", "900m", creation=T0), low("b", "900m", creation=T1), low("c", "900m", creation=T2),
+      low("d", "900m", creation=T3), pod("q", cpu="3", priority=20), pod("p", cpu="2", priority=10)],
+     None, ["b", "c", "d"]),
+    ("A lower-priority preemptor may still take the room left beside a nominated pod.",
+     [node("n1"), low("a", "900m", creation=T0), low("b", "900m", creation=T1), low("c", "900m", creation=T2),
+      low("d", "900m", creation=T3), pod("q", cpu="3", priority=20), pod("p", cpu="1", priority=10)],
+     "n1", ["a", "b", "c", "d"]),
+]
+
+
+@pytest.mark.parametrize(("objects", "where", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_greedy_preemption_picks_kubes_victims(objects, where, want):
+    plan = plan_of(*objects)
+    placed = {p.pod.split("/")[1]: p.node for p in plan.placements}
+    assert placed["p"] == where
+    assert victims(plan) == want
+
+
+def test_allowing_pdb_violations_lets_the_preemptor_evict_a_protected_pod():
+    plan = plan_of(node("n1"), low("a", "4", labels={"app": "keep"}), PDB, pod("p", cpu="2", priority=10),
+                   allow_pdb_violations=True)
+    assert victims(plan) == ["a"]
+    assert [e.pdb_violation for e in plan.evictions] == [True]
+
+
+SHAPES = ([("priority-overload", 8, 30, s) for s in range(8)] + [("preemption-pdb", 8, 20, s) for s in range(8)]
+          + [("corners", None, None, s) for s in range(30)])
+
+
+@pytest.mark.parametrize(("workload", "nodes", "pods", "seed"), SHAPES)
+def test_the_room_shortcut_picks_the_same_victims_as_the_filters_dry_run(workload, nodes, pods, seed, monkeypatch,
+                                                                        tmp_path):
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(generate(workload, nodes=nodes, pods=pods, seed=seed, params={})))
+    fast = schedule_greedy(compile_index(load_state([str(path)])))
+    monkeypatch.setattr(defaultpreemption._Fits, "by_room", lambda self, node: False)
+    slow = schedule_greedy(compile_index(load_state([str(path)])))
+    assert [(p.pod, p.node, p.reason) for p in fast.placements] == [(p.pod, p.node, p.reason) for p in slow.placements]
+    assert fast.evictions == slow.evictions
