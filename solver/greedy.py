@@ -49,6 +49,7 @@ from .framework.runtime import (
     run_filters,
     run_pre_filter,
     run_scores,
+    update_pre_filter,
 )
 from .framework.state import ClusterState
 
@@ -255,21 +256,20 @@ class GreedyScheduler:
                 and self.state.pod_node[q.idx] < 0]
 
     def filter_with_nominated(self, profile: Profile, pod: PodInfo, nodes: np.ndarray, out: FilterOutcome,
-                              skipped: set[str], cycle: CycleState | None = None) -> None:
+                              skipped: set[str], cycle: CycleState) -> None:
         """kube's RunFilterPluginsWithNominatedPods on the nodes of `out` that hold nominated pods of at least the
-        pod's priority: the filters run first with those pods added to the node (PreFilter state included), then,
-        if that passes, without them (`out`, computed already); the first failure is the node's status. Plugins
-        whose PreFilter skipped without the nominated pods (`skipped`) stay skipped: kube adds the pods to the
-        PreFilter state of the plugins that did not skip, so a nominated pod's own anti-affinity is not seen
-        when no running pod's made InterPodAffinity run. When no active PreFilter reads other pods, `cycle` (the
-        one without them) serves as it is."""
+        pod's priority: the filters run first with those pods added to the node and to a clone of the PreFilter
+        state (`update_pre_filter`, kube's AddPod), then, if that passes, without them (`out`, computed
+        already); the first failure is the node's status. Plugins whose PreFilter skipped (`skipped`) stay
+        skipped, so a nominated pod's own anti-affinity is not seen when no running pod's made InterPodAffinity
+        run."""
         if not self.nominated:
             return
         held = np.flatnonzero(np.isin(nodes, list(self.nominated)))
         if not len(held):
             return
         active = {p.name for p in profile.at("preFilter")} - skipped
-        if cycle is not None and not active & STATE_DEPENDENT_PREFILTER:
+        if not active & STATE_DEPENDENT_PREFILTER:
             # No active PreFilter reads other pods, so each node's filters read that node alone: every node's
             # nominated pods are added at once and the filters run once over those nodes.
             rows, added_pods = [], []
@@ -296,14 +296,12 @@ class GreedyScheduler:
             others = self.nominated_on(pod, n)
             if not others:
                 continue
+            with_them = cycle.clone()
             for q in others:
                 self.state.assume(q, n)
+                update_pre_filter(profile, self.state, pod, with_them, skipped, q, n, +1)
             try:
-                with_them = CycleState()
-                pre = run_pre_filter(profile, self.state, pod, with_them)
-                if pre.code != Code.SUCCESS:
-                    continue  # kube adds the pods through PreFilter extensions, which never reject: keep it
-                added = run_filters(profile, self.state, pod, with_them, nodes[i : i + 1], skipped | pre.skipped)
+                added = run_filters(profile, self.state, pod, with_them, nodes[i : i + 1], skipped)
             finally:
                 for q in others:
                     self.state.forget(q)

@@ -27,8 +27,8 @@ from kplace.models.index import PodInfo
 
 from .state import ClusterState
 
-# Plugins whose PreFilter reads other pods: adding or removing a pod changes their PreFilter state, which kube
-# updates through AddPod/RemovePod and kplace recomputes.
+# Plugins whose PreFilter reads other pods: adding or removing a pod changes their PreFilter state, which
+# `Plugin.update_pre_filter` updates as kube's AddPod/RemovePod do (or their Filter reads the live state).
 STATE_DEPENDENT_PREFILTER = frozenset({"InterPodAffinity", "PodTopologySpread", "VolumeRestrictions", "VolumeBinding",
                                        "NodeVolumeLimits"})
 
@@ -93,6 +93,11 @@ SUCCESS = PreFilterResult()
 class CycleState(dict):
     """Per-pod scratch space shared between a plugin's PreFilter/Filter and PreScore/Score (keyed by name)."""
 
+    def clone(self) -> CycleState:
+        """kube's CycleState.Clone: each value's own `clone()` where it has one (state that AddPod/RemovePod
+        change), else the value itself (read-only state)."""
+        return CycleState({k: v.clone() if hasattr(v, "clone") else v for k, v in self.items()})
+
 
 class Plugin:
     """Base class. Subclasses set `name` (upstream's) and implement the extension points they have."""
@@ -119,6 +124,12 @@ class Plugin:
 
     def pre_filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState) -> PreFilterResult:
         return SUCCESS
+
+    def update_pre_filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, other: PodInfo, node: int,
+                          delta: int) -> None:
+        """kube's PreFilterExtensions: AddPod (delta +1) or RemovePod (−1) of `other` on `node` in the PreFilter
+        state `cycle` holds for `pod`, as preemption's and the nominated pods' dry runs do. By default the
+        PreFilter state reads no other pod."""
 
     def filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         return FilterResult.success(len(nodes))

@@ -93,6 +93,15 @@ def run_pre_filter(profile: Profile, state: ClusterState, pod: PodInfo, cycle: C
     return out
 
 
+def update_pre_filter(profile: Profile, state: ClusterState, pod: PodInfo, cycle: CycleState, skipped: set[str],
+                      other: PodInfo, node: int, delta: int) -> None:
+    """kube's RunPreFilterExtensionAddPod (delta +1) / RemovePod (−1) over the PreFilter plugins that did not
+    skip."""
+    for plugin in profile.at("preFilter"):
+        if plugin.name not in skipped:
+            plugin.update_pre_filter(state, pod, cycle, other, node, delta)
+
+
 def run_filters(
     profile: Profile,
     state: ClusterState,

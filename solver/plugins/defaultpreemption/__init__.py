@@ -33,7 +33,7 @@ from kplace.models.selectors import Selector
 
 from ...framework.config import Profile
 from ...framework.plugin import STATE_DEPENDENT_PREFILTER, Code, CycleState
-from ...framework.runtime import FilterOutcome, fit_error_message, run_filters, run_pre_filter
+from ...framework.runtime import FilterOutcome, fit_error_message, run_filters, run_pre_filter, update_pre_filter
 from ..noderesources.helpers import TOO_MANY_PODS, checked_requests
 
 if TYPE_CHECKING:
@@ -103,18 +103,20 @@ def matching_pdbs(index: ClusterIndex, pod: PodInfo) -> list[int]:
 class _Fits:
     """Does the preemptor pass the filters on a node in the current (victim-adjusted) state?
 
-    When every PreFilter that reads other pods is skipped for this pod, the PreFilter result does not depend
-    on which victims are removed, so it is computed once; Filters always read the live state. When, besides,
-    NodeResourcesFit is the only filter left to run on a node (the others skipped, or reading no other pod and
-    already passed there), the dry run is arithmetic on the node's free room (`by_room`): the filters' verdict
-    is exactly `_Room.fits`, with the nominated pods counted as kube's dry run with them counts them."""
+    As kube's dry run does, each node's dry run starts from a clone of the cycle's PreFilter state (`start`),
+    and every pod removed or put back updates the clone through the PreFilter extensions (kube's
+    RemovePod/AddPod) besides the state; Filters always read the live state. When NodeResourcesFit is the only
+    filter left to run on a node (the others skipped, or reading no other pod and already passed there) and
+    no active PreFilter reads other pods, the dry run is arithmetic on the node's free room (`by_room`): the
+    filters' verdict is exactly `_Room.fits`, with the nominated pods counted as kube's dry run counts them."""
 
     def __init__(self, handle: PreemptionHandle, profile: Profile, pod: PodInfo) -> None:
         self.handle, self.profile, self.pod = handle, profile, pod
         self.cycle = CycleState()
         self.pre = run_pre_filter(profile, handle.state, pod, self.cycle)
         active = {p.name for p in profile.at("preFilter")} - self.pre.skipped
-        self.reuse = not (active & STATE_DEPENDENT_PREFILTER)
+        self.extends = bool(active & STATE_DEPENDENT_PREFILTER)  # removing and adding pods updates the cycle
+        self.node_cycle = self.cycle
         self.passed: dict[int, frozenset[str]] = {}  # node → pod-independent filters it passed in the cycle
         fit = profile.plugin("NodeResourcesFit")
         self.counts_resources = fit is not None and fit in profile.at("filter")
@@ -122,7 +124,22 @@ class _Fits:
                       if self.counts_resources else (np.zeros(0, dtype=np.int64), np.zeros(0)))
         self.cols, self.want = cols, want.tolist()
         others = {p.name for p in profile.at("filter")} - self.pre.skipped - {"NodeResourcesFit"}
-        self.needs_passed = frozenset(others) if self.reuse and others <= POD_INDEPENDENT_FILTERS else None
+        self.needs_passed = (frozenset(others) if not self.extends and others <= POD_INDEPENDENT_FILTERS
+                             else None)
+
+    def start(self, node: int) -> None:
+        """A dry run on `node` begins: a fresh clone of the cycle's state."""
+        self.node_cycle = self.cycle.clone() if self.extends else self.cycle
+
+    def remove(self, p: PodInfo, node: int) -> None:
+        self.handle.state.forget(p)
+        if self.extends:
+            update_pre_filter(self.profile, self.handle.state, self.pod, self.node_cycle, self.pre.skipped, p, node, -1)
+
+    def add(self, p: PodInfo, node: int) -> None:
+        self.handle.state.assume(p, node)
+        if self.extends:
+            update_pre_filter(self.profile, self.handle.state, self.pod, self.node_cycle, self.pre.skipped, p, node, +1)
 
     def note_passed(self, outcome: FilterOutcome) -> None:
         """From the cycle's outcome: per node, the pod-independent filters before its deciding one."""
@@ -153,31 +170,28 @@ class _Fits:
 
     def without(self, node: int, lower: list[PodInfo]) -> list[str]:
         """The filters' reasons on the node with `lower` gone (restored after)."""
-        state = self.handle.state
+        self.start(node)
         for p in lower:
-            state.forget(p)
+            self.remove(p, node)
         try:
             return self(node)
         finally:
             for p in lower:
-                state.assume(p, node)
+                self.handle.state.assume(p, node)
 
     def __call__(self, node: int) -> list[str]:
-        """The reasons the pod does not fit on the node ([] when it fits). Filters that read no other pod and
-        already passed on this node (`passed`) cannot change their verdict when pods come and go: not re-run."""
-        if self.reuse:
-            cycle, pre = self.cycle, self.pre
-        else:
-            cycle = CycleState()
-            pre = run_pre_filter(self.profile, self.handle.state, self.pod, cycle)
+        """The reasons the pod does not fit on the node ([] when it fits) in the dry run's state. Filters that
+        read no other pod and already passed on this node (`passed`) cannot change their verdict when pods come
+        and go: not re-run."""
+        pre = self.pre
         if pre.code != Code.SUCCESS:
             return [pre.reason]
         if pre.nodes is not None and node not in pre.nodes:
             return [pre.absent_reason]
         one = np.array([node], dtype=np.int64)
         skipped = pre.skipped | self.passed.get(node, frozenset())
-        out = run_filters(self.profile, self.handle.state, self.pod, cycle, one, skipped)
-        self.handle.filter_with_nominated(self.profile, self.pod, one, out, skipped, cycle)  # kube's dry run
+        out = run_filters(self.profile, self.handle.state, self.pod, self.node_cycle, one, skipped)
+        self.handle.filter_with_nominated(self.profile, self.pod, one, out, skipped, self.node_cycle)
         return out.reasons(0) if out.code[0] != 0 else []
 
 
@@ -262,8 +276,9 @@ def select_victims(handle: PreemptionHandle, profile: Profile, pod: PodInfo, nod
                 if is_violating:
                     violating_ids.add(p.idx)
         return Candidate(node, victims, violating_ids), []
+    fits.start(node)
     for p in lower:
-        state.forget(p)
+        fits.remove(p, node)
     try:
         reasons = fits(node)
         if reasons:
@@ -273,11 +288,11 @@ def select_victims(handle: PreemptionHandle, profile: Profile, pod: PodInfo, nod
                 # Adding p back: if the room no longer fits, NodeResourcesFit rejects for sure, so p is a victim
                 # without running the filters; otherwise the filters decide.
                 if room.fits_with(p):
-                    state.assume(p, node)
+                    fits.add(p, node)
                     if not fits(node):
                         room.take(p)
                         continue
-                    state.forget(p)
+                    fits.remove(p, node)
                 victims.append(p)
                 if is_violating:
                     violating_ids.add(p.idx)

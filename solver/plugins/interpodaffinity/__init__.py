@@ -29,6 +29,7 @@ from .terms import (
     at_nodes,
     existing_anti_affinity_counts,
     matches_all,
+    ns_labels_of,
     pod_terms,
     preferred_scores,
 )
@@ -59,16 +60,44 @@ def parse_args(args: dict[str, Any] | None) -> tuple[int, bool]:
 
 
 class _FilterState:
-    __slots__ = ("affinity", "affinity_terms", "anti", "anti_keys", "existing", "first_pod_ok")
+    """PreFilter state: per topology key, counts per value of (affinity) bound pods matching all the pod's
+    required affinity terms, (anti) matches of its anti-affinity terms, (existing) bound pods whose required
+    anti-affinity terms match the pod."""
 
-    def __init__(self, affinity_terms, affinity: DomainCounts, first_pod_ok: bool, anti_keys, anti: DomainCounts,
+    __slots__ = ("affinity", "affinity_terms", "anti", "anti_keys", "anti_terms", "existing", "self_match")
+
+    def __init__(self, affinity_terms, affinity: DomainCounts, self_match: bool, anti_terms, anti: DomainCounts,
                  existing: DomainCounts) -> None:
         self.affinity_terms = affinity_terms
         self.affinity = affinity
-        self.first_pod_ok = first_pod_ok
-        self.anti_keys = anti_keys
+        self.self_match = self_match
+        self.anti_terms = anti_terms
+        self.anti_keys = list(dict.fromkeys(t.topology_key for t in anti_terms))
         self.anti = anti
         self.existing = existing
+
+    @property
+    def first_pod_ok(self) -> bool:
+        """kube's escape for the first of a series of pods with affinity to themselves: no pod matches all the
+        terms anywhere, and the pod matches its own terms."""
+        return self.self_match and not any(a.any() for a in self.affinity.values())
+
+    def clone(self) -> _FilterState:
+        return _FilterState(self.affinity_terms, {k: v.copy() for k, v in self.affinity.items()}, self.self_match,
+                            self.anti_terms, {k: v.copy() for k, v in self.anti.items()},
+                            {k: v.copy() for k, v in self.existing.items()})
+
+
+def _bump(index, counts: DomainCounts, key: str, node: int, delta: int) -> None:
+    """counts[key][value of node's key] += delta, when the node carries the key."""
+    ids, values = index.label_column(key)
+    v = ids[node]
+    if v < 0:
+        return
+    arr = counts.get(key)
+    if arr is None:
+        arr = counts[key] = np.zeros(len(values), dtype=np.int64)
+    arr[v] += delta
 
 
 def matches_all_terms(terms, other: PodInfo) -> bool:
@@ -100,13 +129,31 @@ class InterPodAffinity(Plugin):
         if not terms.required_affinity and not terms.required_anti and not existing:
             return PreFilterResult.skip()
         affinity = affinity_counts(state, terms.required_affinity)
-        first_pod_ok = not any(a.any() for a in affinity.values()) and matches_all(
-            state.index, terms.required_affinity, pod
-        )
-        anti_keys = list(dict.fromkeys(t.topology_key for t in terms.required_anti))
+        self_match = matches_all(state.index, terms.required_affinity, pod)
         anti = anti_affinity_counts(state, terms.required_anti)
-        cycle[_PRE_FILTER] = _FilterState(terms.required_affinity, affinity, first_pod_ok, anti_keys, anti, existing)
+        cycle[_PRE_FILTER] = _FilterState(terms.required_affinity, affinity, self_match, terms.required_anti, anti,
+                                          existing)
         return PreFilterResult()
+
+    def update_pre_filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, other: PodInfo, node: int,
+                          delta: int) -> None:
+        """kube's updateWithPod: `other`'s required anti-affinity terms that match the pod change `existing`; if
+        `other` matches all the pod's required affinity terms, each term's key changes `affinity`; each of the
+        pod's anti-affinity terms that `other` matches changes `anti` — by delta at the node's value."""
+        s: _FilterState | None = cycle.get(_PRE_FILTER)
+        if s is None:
+            return
+        index = state.index
+        ns_labels = ns_labels_of(index, pod.namespace)
+        for t in pod_terms(index, other).required_anti:
+            if t.matches(pod.namespace, pod.labels, ns_labels):
+                _bump(index, s.existing, t.topology_key, node, delta)
+        if s.affinity_terms and matches_all(index, s.affinity_terms, other):
+            for t in s.affinity_terms:
+                _bump(index, s.affinity, t.topology_key, node, delta)
+        for t in s.anti_terms:
+            if matches_all(index, (t,), other):
+                _bump(index, s.anti, t.topology_key, node, delta)
 
     def filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         s: _FilterState | None = cycle.get(_PRE_FILTER)

@@ -109,6 +109,12 @@ class PodTopologySpread(Plugin):
         cycle[_PRE_FILTER] = filter_state(state, pod, constraints)
         return PreFilterResult()
 
+    def update_pre_filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, other: PodInfo, node: int,
+                          delta: int) -> None:
+        fcs = cycle.get(_PRE_FILTER)
+        if fcs:
+            fcs.update(state.index, pod, other, node, delta)
+
     def filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         fcs = cycle.get(_PRE_FILTER)
         if not fcs:

@@ -12,7 +12,7 @@ Vectorised: per constraint, a node mask of eligible nodes and, per value id of `
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from kplace.models.index import HOSTNAME, ClusterIndex, PodInfo
@@ -224,27 +224,54 @@ class FilterConstraint:
     counts: np.ndarray  # per value id: matching pods on eligible nodes
     min_match: int  # globalMin, or 0 with fewer domains than minDomains
     self_match: int
+    eligible: np.ndarray  # per node: its pods count (all constraints' keys present, inclusion policies pass)
+    present: np.ndarray  # per value id: some eligible node has it (a domain)
+
+    def update(self, other: PodInfo, node: int, node_ids: np.ndarray, delta: int) -> None:
+        """kube's updateWithPod for one constraint: a pod of the namespace whose labels match the selector, on an
+        eligible node, changes its domain's count by delta; globalMin follows (exact: the dry runs change one
+        node at a time, where kube's two critical paths are exact too)."""
+        if not self.eligible[node] or not self.constraint.selector.matches(other.labels):
+            return
+        self.counts[node_ids[node]] += delta
+        self._set_min()
+
+    def _set_min(self) -> None:
+        n_domains = int(self.present.sum())
+        self.min_match = int(self.counts[self.present].min()) if n_domains else MAX_INT32
+        if n_domains < self.constraint.min_domains:
+            self.min_match = 0
 
 
-def filter_state(state: ClusterState, pod: PodInfo, constraints: list[Constraint]) -> list[FilterConstraint]:
+class FilterConstraints(list):
+    """The PreFilter state: one FilterConstraint per DoNotSchedule constraint, in order."""
+
+    def clone(self) -> FilterConstraints:
+        return FilterConstraints(replace(fc, counts=fc.counts.copy()) for fc in self)
+
+    def update(self, index: ClusterIndex, pod: PodInfo, other: PodInfo, node: int, delta: int) -> None:
+        if other.namespace != pod.namespace:
+            return
+        for fc in self:
+            fc.update(other, node, index.label_column(fc.constraint.key)[0], delta)
+
+
+def filter_state(state: ClusterState, pod: PodInfo, constraints: list[Constraint]) -> FilterConstraints:
     """PreFilter: per constraint c, count[v] over eligible nodes (all constraints' keys present and c's
     inclusion policies pass) with value v; a domain exists once an eligible node has it, even at 0;
     globalMin = min over domains (0 if #domains < minDomains)."""
     index = state.index
     base = has_all_keys(index, constraints)
-    out = []
+    out = FilterConstraints()
     for c in constraints:
         ids, values = index.label_column(c.key)
         eligible = included(index, pod, c, base)
         dom_ids = ids[eligible]
         present = np.bincount(dom_ids, minlength=len(values)) > 0
         counts = np.bincount(dom_ids, weights=matching_per_node(state, pod, c)[eligible], minlength=len(values))
-        counts = counts.astype(np.int64)
-        n_domains = int(present.sum())
-        min_match = int(counts[present].min()) if n_domains else MAX_INT32
-        if n_domains < c.min_domains:
-            min_match = 0
-        out.append(FilterConstraint(c, counts, min_match, int(c.selector.matches(pod.labels))))
+        fc = FilterConstraint(c, counts.astype(np.int64), 0, int(c.selector.matches(pod.labels)), eligible, present)
+        fc._set_min()
+        out.append(fc)
     return out
 
 
