@@ -96,13 +96,33 @@ def _explain(index: ClusterIndex, config: SchedulerConfig, profile, state: Clust
             per_node[n]["total"] = int(totals[i])
 
     # The node kube would pick: the real greedy attempt (filters and scores left the state unchanged).
-    attempt = GreedyScheduler(index, config, state=state).schedule_one(pod)
+    attempt = GreedyScheduler(index, config, state=state, keep_candidates=True).schedule_one(pod)
     selected = index.node_names[attempt.node] if attempt.node is not None else None
     result: dict[str, Any] = {"pod": pod_key, "selected": selected}
     if attempt.reason:
         result["message"] = attempt.reason
+    if attempt.nominated:
+        result["preemption"] = _preemption(index, attempt)
     result["nodes"] = list(per_node.values())
     return result
+
+
+def _victim(v, violating: bool) -> dict[str, Any]:
+    return {"pod": v.key, "priority": v.priority, "pdb_violation": violating}
+
+
+def _preemption(index: ClusterIndex, attempt) -> dict[str, Any]:
+    """kube's preemption for the pod: the node it nominates, its victims, and every candidate its walk
+    considered with kube's criteria (smaller is better, in order), best first."""
+    ranked = sorted(attempt.candidates, key=lambda c: c.key())
+    return {
+        "node": index.node_names[attempt.node],
+        "victims": [_victim(v, bad) for v, bad in attempt.evictions],
+        "candidates": [{"node": index.node_names[c.node], "chosen": c.node == attempt.node,
+                        "pdb_violations": len(c.violating), "highest_priority": max(v.priority for v in c.victims),
+                        "priority_sum": sum(v.priority for v in c.victims), "victims": len(c.victims),
+                        "pods": [v.key for v in c.victims]} for c in ranked],
+    }
 
 
 def explain_in_plan(index: ClusterIndex, config: SchedulerConfig, pod_key: str, plan, candidates: str = "feasible"
@@ -123,8 +143,10 @@ def explain_in_plan(index: ClusterIndex, config: SchedulerConfig, pod_key: str, 
     feasible_alone = {n["name"] for n in alone["nodes"] if n["feasible"]}
     taken = {n["name"]: by_node.get(n["name"], []) for n in in_plan["nodes"]
              if not n["feasible"] and n["name"] in feasible_alone}
+    victims = [{"pod": e.pod, "node": e.node, "priority": e.priority, "pdb_violation": e.pdb_violation}
+               for e in plan.evictions if e.preemptor == pod_key]
     return {"pod": pod_key, "plan": {"node": mine.node if mine else None, "reason": mine.reason if mine else None,
-                                     "engine": plan.engine},
+                                     "engine": plan.engine, "victims": victims},
             "in_plan": in_plan, "taken_by_other_pods": taken, "alone": alone}
 
 
@@ -143,10 +165,45 @@ def render_in_plan(result: dict[str, Any], limit: int = 40) -> None:
         for node, pods in list(result["taken_by_other_pods"].items())[:limit]:
             t.add_row(node, ", ".join(pods) or "(evictions or volumes)")
         console.print(t)
+    if outcome["victims"] or result["alone"].get("preemption"):
+        console.print(_victims_line(outcome, result["alone"].get("preemption")), highlight=False)
     console.print("[bold]On the plan's final state[/] (every other placement made):")
     render_explain(result["in_plan"], limit)
     console.print("[bold]Alone against the running cluster[/] (no other pending pod placed):")
     render_explain(result["alone"], limit)
+
+
+def _names(victims: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{v['pod']} (priority {v['priority']}{', violates a PDB' if v['pdb_violation'] else ''})"
+                     for v in victims) or "nothing"
+
+
+def _victims_line(outcome: dict[str, Any], kube: dict[str, Any] | None) -> str:
+    """What the plan evicted for the pod beside what kube, scheduling it alone now, would evict."""
+    mine = f"The plan evicts {_names(outcome['victims'])} for it"
+    if outcome["engine"] == "cpsat" and outcome["victims"]:
+        mine += " (chosen with the window's other pods: fewest PDB violations, lowest highest priority, smallest " \
+                "priority sum and fewest victims over the window)"
+    if kube is None:
+        return mine + "; kube-scheduler, scheduling it alone now, would evict nothing."
+    return mine + f"; kube-scheduler, scheduling it alone now, would evict {_names(kube['victims'])} on {kube['node']}."
+
+
+def render_preemption(preemption: dict[str, Any], limit: int) -> None:
+    """kube's preemption candidates for the pod, best first, with its criteria."""
+    from kplace.solver.output import console as make_console
+    from rich.table import Table
+
+    t = Table(title=f"Preemption: kube nominates {preemption['node']}, evicting {_names(preemption['victims'])}; "
+                    "candidates by kube's criteria, best first", title_justify="left",
+              caption="ties: the candidate whose highest-priority victims started latest, then the first in kube's "
+                      "walk", caption_justify="left")
+    for col in ("node", "PDB violations", "highest priority", "priority sum", "victims", "pods"):
+        t.add_column(col, justify="left" if col in ("node", "pods") else "right", overflow="fold")
+    for c in preemption["candidates"][:limit]:
+        t.add_row(c["node"] + (" [bold]*[/]" if c["chosen"] else ""), str(c["pdb_violations"]),
+                  str(c["highest_priority"]), str(c["priority_sum"]), str(c["victims"]), ", ".join(c["pods"]))
+    make_console().print(t)
 
 
 SHORT = {
@@ -193,6 +250,8 @@ def render_explain(result: dict[str, Any], limit: int = 40) -> None:
         console.print(t)
     if len(nodes) > limit:
         console.print(f"... {len(nodes) - limit} more nodes (-o json for all)")
+    if result.get("preemption"):
+        render_preemption(result["preemption"], limit)
     console.print(f"selected: [bold]{result['selected'] or '(none)'}[/]")
     if result.get("message"):
         console.print(f"[yellow]{result['message']}[/]", highlight=False)

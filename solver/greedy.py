@@ -101,6 +101,7 @@ class Attempt:
     post_filter: str = ""  # what PostFilter added to the FitError message ("preemption: ..." and the like)
     evicted_from: dict[int, int] = field(default_factory=dict)  # victim idx → the node it was evicted from
     rejectors: frozenset[str] = frozenset()  # a failed cycle's UnschedulablePlugins (empty: an error)
+    candidates: list = field(default_factory=list)  # preemption's candidates (`keep_candidates` only)
 
 
 class Tracer(Protocol):
@@ -137,6 +138,7 @@ class GreedyScheduler:
         respect_pdbs: bool = True,
         explain: bool = True,
         batching: bool = True,
+        keep_candidates: bool = False,
     ) -> None:
         if tie_break not in ("order", "random"):
             raise ValueError(f"tie_break must be 'order' or 'random', got {tie_break!r}")
@@ -147,6 +149,7 @@ class GreedyScheduler:
         self.preemption = preemption
         self.respect_pdbs = respect_pdbs
         self.explain = explain
+        self.keep_candidates = keep_candidates  # attempts carry preemption's candidates (for `kplace explain`)
         self.rng = np.random.default_rng(seed)
         self.next_start = 0
         self.n_nodes = len(index.nodes)
@@ -570,7 +573,8 @@ class GreedyScheduler:
             self.tracer.failed(msg)
         self._add_nomination(pod, result.node)
         return Attempt(result.node, evictions=result.victims, nominated=True,
-                       evicted_from={v.idx: result.node for v, _ in result.victims})
+                       evicted_from={v.idx: result.node for v, _ in result.victims},
+                       candidates=result.candidates if self.keep_candidates else [])
 
     def reserve(self, profile: Profile, pod: PodInfo, node: int) -> dict[str, str]:
         """The Reserve point after `assume`: VolumeBinding records the PVs (and provisioning nodes) the pod's

@@ -353,4 +353,26 @@ def plan_diff(greedy: Plan, cpsat: Plan) -> dict[str, Any]:
     evicted_c = {e.pod for e in cpsat.evictions}
     return {"placed_only_by_greedy": only_g, "placed_only_by_cpsat": only_c, "different_node": moved,
             "same_node": same, "evicted_only_by_greedy": sorted(evicted_g - evicted_c),
-            "evicted_only_by_cpsat": sorted(evicted_c - evicted_g)}
+            "evicted_only_by_cpsat": sorted(evicted_c - evicted_g), "preemptions": preemption_diff(greedy, cpsat)}
+
+
+def preemption_diff(greedy: Plan, cpsat: Plan) -> list[dict[str, Any]]:
+    """Per pod that preempts in either plan and not identically in both: where each engine put it and which
+    victims (with their priorities and PDB violations) each evicted for it."""
+    def by_preemptor(plan: Plan) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for e in plan.evictions:
+            out.setdefault(e.preemptor, []).append({"pod": e.pod, "node": e.node, "priority": e.priority,
+                                                    "pdb_violation": e.pdb_violation})
+        return out
+
+    g, c = by_preemptor(greedy), by_preemptor(cpsat)
+    nodes = {e: {p.pod: p.node for p in plan.placements} for e, plan in (("greedy", greedy), ("cpsat", cpsat))}
+    out = []
+    for pod in sorted({*g, *c}):
+        sides = {"greedy": sorted(g.get(pod, []), key=lambda v: v["pod"]),
+                 "cpsat": sorted(c.get(pod, []), key=lambda v: v["pod"])}
+        if sides["greedy"] == sides["cpsat"] and nodes["greedy"].get(pod) == nodes["cpsat"].get(pod):
+            continue
+        out.append({"pod": pod, **{e: {"node": nodes[e].get(pod), "victims": v} for e, v in sides.items()}})
+    return out

@@ -140,11 +140,38 @@ def render_comparison(data: dict[str, Any], limit: int | None = 20, console=None
         console.print(t)
         if len(d["different_node"]) > limit:
             console.print(f"... {len(d['different_node']) - limit} more (-o wide or -o json for all)")
+    if d.get("preemptions"):
+        _render_preemptions(d["preemptions"], console, limit)
     for e in ("greedy", "cpsat"):
         for w in data[e].get("warnings", []):
             console.print(f"[yellow]warning ({e}):[/] {w}", highlight=False)
     if "kube" in data:
         _render_kube(data, console, limit)
+
+
+def _victims_text(side: dict[str, Any]) -> str:
+    if not side["victims"]:
+        return f"{side['node'] or 'pending'}: no eviction"
+    names = ", ".join(f"{v['pod']} ({v['priority']}{', PDB' if v['pdb_violation'] else ''})" for v in side["victims"])
+    return f"{side['node'] or 'pending'}: {names}"
+
+
+def _render_preemptions(preemptions: list[dict[str, Any]], console, limit: int) -> None:
+    """Per preemptor the engines treat differently: what each evicted for it. kube (greedy) picks one pod's
+    victims at a time by its criteria; CP-SAT picks the window's together, by the same criteria summed."""
+    from rich.table import Table
+
+    t = Table(title="preemptions that differ: node and victims (priority)", title_justify="left",
+              caption="kube picks each pod's victims alone; CP-SAT picks the window's together, by the same "
+                      "criteria summed (fewest PDB violations, lowest highest priority, smallest priority sum, "
+                      "fewest victims)", caption_justify="left")
+    for col in ("preemptor", "greedy (kube-scheduler)", "CP-SAT"):
+        t.add_column(col, overflow="fold")
+    for m in preemptions[:limit]:
+        t.add_row(m["pod"], _victims_text(m["greedy"]), _victims_text(m["cpsat"]))
+    console.print(t)
+    if len(preemptions) > limit:
+        console.print(f"... {len(preemptions) - limit} more (-o wide or -o json for all)")
 
 
 def _render_kube(data: dict[str, Any], console, limit: int) -> None:

@@ -139,8 +139,24 @@ def test_diff_lists_pods_placed_by_one_engine_only_and_pods_on_different_nodes()
     assert plan_diff(g, c) == {
         "placed_only_by_greedy": ["default/d"], "placed_only_by_cpsat": ["default/b"],
         "different_node": [{"pod": "default/c", "greedy": "n1", "cpsat": "n3"}], "same_node": 1,
-        "evicted_only_by_greedy": [], "evicted_only_by_cpsat": [],
+        "evicted_only_by_greedy": [], "evicted_only_by_cpsat": [], "preemptions": [],
     }
+
+
+def test_diff_lists_each_preemptor_whose_node_or_victims_differ_with_both_engines_victims():
+    g = _plan(("default/hi", "n1"), ("default/same", "n2"))
+    g.evictions = [Eviction("default/lo-1", "n1", "default/hi", 0), Eviction("default/lo-2", "n1", "default/hi", 5),
+                   Eviction("default/lo-3", "n2", "default/same", 0)]
+    c = _plan(("default/hi", "n3"), ("default/same", "n2"), engine="cpsat")
+    c.evictions = [Eviction("default/lo-4", "n3", "default/hi", 0, pdb_violation=True),
+                   Eviction("default/lo-3", "n2", "default/same", 0)]
+    (diff,) = plan_diff(g, c)["preemptions"]
+    assert diff["pod"] == "default/hi"
+    assert diff["greedy"] == {"node": "n1", "victims": [
+        {"pod": "default/lo-1", "node": "n1", "priority": 0, "pdb_violation": False},
+        {"pod": "default/lo-2", "node": "n1", "priority": 5, "pdb_violation": False}]}
+    assert diff["cpsat"] == {"node": "n3", "victims": [
+        {"pod": "default/lo-4", "node": "n3", "priority": 0, "pdb_violation": True}]}
 
 
 def test_solver_metrics_sum_windows_and_read_the_placed_stage_of_each_component():

@@ -53,3 +53,33 @@ def test_explaining_an_unknown_pod_is_one_clear_line(tmp_path):
     assert out.exit_code == 2
     assert "no pod 'default/nope' in the state" in out.output
     assert "Traceback" not in out.output
+
+
+def _preemption_state(tmp_path):
+    items = [node("n1"), node("n2"),
+             pod("lo-a", cpu="3", node_name="n1", priority=0), pod("lo-b", cpu="1", node_name="n1", priority=0),
+             pod("mid", cpu="4", node_name="n2", priority=5), pod("hi", cpu="2", priority=10)]
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def test_explain_shows_kubes_preemption_candidates_ranked_by_its_criteria(tmp_path):
+    out = CliRunner().invoke(main, ["explain", str(_preemption_state(tmp_path)), "--pod", "default/hi", "-o", "json"])
+    assert out.exit_code == 0, out.output
+    pre = json.loads(out.output)["preemption"]
+    assert pre["node"] == "n1"
+    assert [v["pod"] for v in pre["victims"]] == ["default/lo-a"]
+    first, second = pre["candidates"]
+    assert (first["node"], first["chosen"], first["highest_priority"]) == ("n1", True, 0)
+    assert (second["node"], second["chosen"], second["highest_priority"], second["pods"]) == (
+        "n2", False, 5, ["default/mid"])
+
+
+def test_explain_in_a_plan_names_the_plans_victims_beside_what_kube_would_evict(tmp_path):
+    out = CliRunner().invoke(main, ["explain", str(_preemption_state(tmp_path)), "--pod", "default/hi",
+                                    "--engine", "greedy"])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "The plan evicts default/lo-a (priority 0) for it" in text
+    assert "would evict default/lo-a (priority 0) on n1" in text

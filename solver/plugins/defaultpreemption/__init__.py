@@ -56,6 +56,7 @@ class PreemptionResult:
     victims: list[tuple[PodInfo, bool]] = field(default_factory=list)
     message: str = ""
     clear: bool = True  # a failure clears the pod's nomination (kube's result with an empty nominated node)
+    candidates: list[Candidate] = field(default_factory=list)  # the walk's candidates, in walk order
 
 
 @dataclass
@@ -357,7 +358,7 @@ def preempt(
     forced = handle.choose_candidate([c.node for c in tied])
     best = next((c for c in tied if c.node == forced), best)
     victims = [(v, v.idx in best.violating) for v in best.victims]
-    return PreemptionResult(best.node, victims)
+    return PreemptionResult(best.node, victims, candidates=candidates)
 
 
 PLUGINS: list = []  # DefaultPreemption runs as the engines' PostFilter (solver.greedy), not as a plugin class
