@@ -616,6 +616,49 @@ def _preemption_pdb(nodes: int | None, pods: int | None, seed: int, params: dict
                             "kplace.io/cluster-cpu-millicores": str(n_nodes * 8000), "kplace.io/seed": str(seed)})
 
 
+# --- fragmented-moves ---------------------------------------------------------------------------------------
+# Every node has 3 of 8 CPU free: a 4 CPU base pod and one 1 CPU replica of a 5-pod Deployment (under a PDB
+# allowing `budget` disruptions) run there; the pending pods ask 4 CPU each. None fits anywhere, yet moving one
+# replica off a node lets one in (another node takes the replica). With preempt=1 the pending pods outrank the
+# replicas, so kube evicts one per pending pod; with preempt=0 they stay pending.
+
+
+def _fragmented_moves(nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
+    p = _parse_params("fragmented-moves", [
+        Param("preempt", "1: the pending pods outrank the replicas (kube preempts), 0: equal priority", _int_in(0, 1),
+              1),
+        Param("budget", "disruptions each Deployment's PDB allows", _int_in(0, 5), 1)], params)
+    n_nodes = 20 if nodes is None else nodes
+    n_pending = max(1, n_nodes // 3) if pods is None else pods
+    rng = random.Random(seed)
+    items: list[Obj] = [_namespace("frag"), *(_priority_class(*pc) for pc in _PRIORITIES)]
+    names = [f"frag-node-{i:04d}" for i in range(n_nodes)]
+    items += [_node(n, {"cpu": "8", "memory": "32Gi", "pods": "110"}) for n in names]
+    low = ("low-priority", 100)
+    t = 0
+    for i, name in enumerate(rng.sample(names, len(names))):
+        items.append(_pod(f"base-{i:05d}", "frag", {"cpu": "4", "memory": "8Gi"}, created=t, node=name,
+                          labels={"app": "base"}, extra_spec={"priorityClassName": "high-priority", "priority": 10000},
+                          owner=("StatefulSet", "base")))
+        app = f"svc-{i // 5:03d}"
+        items.append(_pod(f"replica-{i:05d}", "frag", {"cpu": "1", "memory": "1Gi"}, created=t + 1, node=name,
+                          labels={"app": app}, extra_spec={"priorityClassName": low[0], "priority": low[1]}))
+        t += 2
+    for k in range((n_nodes + 4) // 5):  # status as the disruption controller writes it
+        app, size = f"svc-{k:03d}", min(5, n_nodes - 5 * k)
+        items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                      "metadata": {"name": app, "namespace": "frag"},
+                      "spec": {"selector": _selector({"app": app}), "maxUnavailable": p["budget"]},
+                      "status": {"currentHealthy": size, "desiredHealthy": max(0, size - p["budget"]),
+                                 "expectedPods": size, "disruptionsAllowed": min(size, p["budget"])}})
+    cls, value = ("medium-priority", 1000) if p["preempt"] else low
+    for k in range(n_pending):
+        items.append(_pod(f"job-{k:05d}", "frag", {"cpu": "4", "memory": "4Gi"}, created=t, labels={"app": "job"},
+                          extra_spec={"priorityClassName": cls, "priority": value}))
+        t += 1
+    return _as_list(items, {"kplace.io/generator": "fragmented-moves", "kplace.io/seed": str(seed)})
+
+
 # --- gangs --------------------------------------------------------------------------------------------------
 # A fragmented cluster (running pods leave 10-60% of each node free, in pieces) and jobs whose workers form gangs
 # (kube 1.36's PodGroup with schedulingPolicy.gang.minCount) of 4-64 pods, minCount the whole gang or 3/4 of it,
@@ -884,6 +927,8 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
               "zone=1 for one zone per gang)", _gangs),
     "preemption-pdb": ("a full cluster of low-priority Deployments under PDBs (param budget) and a batch of "
                        "high-priority pods (param demand=% of cluster CPU) that must preempt", _preemption_pdb),
+    "fragmented-moves": ("every node 3 of 8 CPU free, pending 4 CPU pods: one move per pod lets it in (params "
+                         "preempt=1 pending outranks the movable replicas, budget=PDB disruptions)", _fragmented_moves),
     "openb": ("Alibaba openb GPU cluster (1523 nodes) and a real pod list (params data, pods, share=whole|skip)",
               _openb),
     "vbp": ("Panigrahy vector bin-packing instance: bins as nodes, items as pods (param file)", _vbp),

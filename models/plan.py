@@ -1,4 +1,4 @@
-"""A Plan: where each pending pod goes (or why it cannot), which pods are evicted, and how it was decided."""
+"""A Plan: where each pending pod goes (or why it cannot), which pods move or are evicted, and how it was decided."""
 
 from __future__ import annotations
 
@@ -31,10 +31,24 @@ class Eviction:
 
 
 @dataclass
+class Move:
+    """A running pod owned by a controller, evicted so that its replacement binds to `to` (`--allow-moves`):
+    moves come in waves (1, 2, ...), each safe after the one before; placements and evictions follow the
+    last. `admits`: the pending pods the plan places on the node the move leaves."""
+
+    pod: str
+    from_node: str
+    to: str
+    wave: int = 1
+    admits: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Plan:
     engine: str
     placements: list[Placement] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
+    moves: list[Move] = field(default_factory=list)
     windows: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -53,6 +67,7 @@ class Plan:
             "placed": len(placed),
             "unplaced": len(self.placements) - len(placed),
             "evictions": len(self.evictions),
+            **({"moves": len(self.moves)} if self.moves else {}),
             "by_priority": {str(k): v for k, v in sorted(by_prio.items(), reverse=True)},
             "seconds": round(self.seconds, 4),
         }
@@ -67,6 +82,9 @@ class Plan:
             for p in self.placements
         ]
         out["evictions"] = [asdict(e) for e in self.evictions]
+        if self.moves:
+            out["moves"] = [{"pod": m.pod, "from": m.from_node, "to": m.to, "wave": m.wave, "admits": m.admits}
+                            for m in self.moves]
         out["summary"] = self.summary()
         if self.warnings:
             out["warnings"] = self.warnings

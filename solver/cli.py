@@ -317,6 +317,12 @@ def resolve_config(config_path: str | None, embedded: dict | None = None):
     return load_config(config_path, embedded, policy_path=policy)
 
 
+MOVES_OPT = click.option(
+    "--allow-moves", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+    help="CP-SAT may move up to N running pods that a controller owns (PDB-safe waves, before any eviction) when "
+         "that lets pending pods in; a move costs less than an eviction. Default: no move.")
+
+
 QUIET_OPT = click.option("-q", "--quiet", is_flag=True, help="No progress display (it shows only on a terminal).")
 
 
@@ -396,9 +402,10 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
 @NAMESPACE_OPTS
 @click.option("--dry-run", is_flag=True, help="With --bind api: the API server's server-side dry run.")
 @PDB_OPT
+@MOVES_OPT
 def schedule(state, engine, window, time_limit, workers, objective, deterministic, config_path, tie_break, seed,
              output, out_file, bind, manifest_format, quiet, fail_on_unplaced, kubeconfig, context, dry_run,
-             allow_pdb_violations):
+             allow_pdb_violations, allow_moves):
     """Place every pending pod and report each pod's node, or kube's reason why not.
 
     \b
@@ -408,6 +415,7 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
       kplace schedule state.json --window 500 --time-limit 30 --objective pack -o json --output-file plan.json
       kplace schedule state.json --bind manifest --output-file bindings.yaml && kubectl create -f bindings.yaml
       kplace schedule --kubeconfig ~/.kube/config --bind api --dry-run
+      kplace schedule state.json --allow-moves 5
     """
     from .output import dumps, write_atomic, write_data
     from .report import render_plan
@@ -418,6 +426,8 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
         raise click.UsageError("--bind manifest needs --output-file FILE for the Binding manifest")
     if bind == "api" and not kubeconfig:
         raise click.UsageError("--bind api needs --kubeconfig")
+    if allow_moves and engine != "cpsat":
+        raise click.UsageError("--allow-moves needs --engine cpsat: kube-scheduler never moves a running pod")
     index, config = load_index(state, config_path, kubeconfig, context)
     opts = None
     if engine == "cpsat":
@@ -428,7 +438,7 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
                             allow_pdb_violations=allow_pdb_violations)
     with schedule_progress(engine, opts, quiet) as on_pod:
         plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed, on_pod=on_pod,
-                      allow_pdb_violations=allow_pdb_violations)
+                      allow_pdb_violations=allow_pdb_violations, allow_moves=allow_moves)
     data = plan.to_dict()
     if bind == "none":
         if out_file:

@@ -112,8 +112,12 @@ def sample(items: list, limit: int) -> list:
 
 
 def final_state(index: ClusterIndex, plan) -> ClusterState:
-    """The state after the plan: evictions removed, placements added."""
+    """The state after the plan: moved pods on their new nodes, evictions removed, placements added."""
     state = ClusterState(index)
+    for m in plan.moves:
+        pod = index.pod_by_key[m.pod]
+        state.forget(pod)
+        state.assume(pod, index.node_id[m.to])
     for e in plan.evictions:
         state.forget(index.pod_by_key[e.pod])
     for p in plan.placements:

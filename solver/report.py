@@ -19,8 +19,9 @@ def render_plan(plan: Plan, limit: int = 50, wide: bool = False) -> None:
 
     console = make_console()
     s = plan.summary()
+    moves = f"{len(plan.moves)} moves, " if plan.moves else ""
     console.print(f"[bold]{plan.engine}[/]: {s['placed']}/{s['pods']} pods placed, {s['unplaced']} unplaced, "
-                  f"{s['evictions']} evictions, {s['seconds']:.3f}s")
+                  f"{moves}{s['evictions']} evictions, {s['seconds']:.3f}s")
     if plan.windows:
         t = Table(title="Windows (status of pods placed and the goal: OPTIMAL proved, FEASIBLE at least greedy's, "
                         "FALLBACK greedy's plan)",
@@ -69,6 +70,14 @@ def render_plan(plan: Plan, limit: int = 50, wide: bool = False) -> None:
             t.add_column(c, overflow="fold")
         for e in plan.evictions:
             t.add_row(e.pod, e.node, e.preemptor, "yes" if e.pdb_violation else "")
+        console.print(t)
+    if plan.moves:
+        t = Table(title="Moves (waves run one after the other, before the placements and evictions)",
+                  title_justify="left")
+        for c in ("wave", "pod", "from", "to", "admits"):
+            t.add_column(c, overflow="fold")
+        for m in plan.moves:
+            t.add_row(str(m.wave), m.pod, m.from_node, m.to, ", ".join(m.admits))
         console.print(t)
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)

@@ -32,16 +32,32 @@ def _summary(violations: list[Violation], limit: int = 3) -> str:
 
 
 def decide(index: ClusterIndex, config: SchedulerConfig, engine: str = "cpsat", *, cpsat_options=None,
-           tie_break: str = "order", seed: int = 0, on_pod=None, allow_pdb_violations: bool = False) -> Plan:
+           tie_break: str = "order", seed: int = 0, on_pod=None, allow_pdb_violations: bool = False,
+           allow_moves: int = 0) -> Plan:
     """The verified plan of `engine` (`cpsat` or `greedy`); `on_pod` observes greedy's progress. With
-    `allow_pdb_violations` preemption may take a PodDisruptionBudget below zero as a last resort (kube's way)."""
+    `allow_pdb_violations` preemption may take a PodDisruptionBudget below zero as a last resort (kube's way);
+    with `allow_moves` N (CP-SAT only) up to N running pods may move to let pending pods in (`cpsat.moves`)."""
     allow = allow_pdb_violations
+    if allow_moves and engine != "cpsat":
+        raise ValueError("moves are the CP-SAT engine's: kube-scheduler never moves a running pod")
     if engine == "cpsat":
         from .cpsat import CpsatOptions, schedule_cpsat
 
         opts = cpsat_options or CpsatOptions(seed=seed, tie_break=tie_break, allow_pdb_violations=allow)
         allow = opts.allow_pdb_violations
         plan = schedule_cpsat(index, config, opts)
+        if allow_moves:
+            from .cpsat.moves import with_moves
+
+            moving = with_moves(index, config, plan, opts, allow_moves)
+            if moving is not plan:
+                violations = verify_plan(index, moving, allow)
+                if not violations:
+                    return moving
+                message = (f"bug: the verifier rejected the plan with moves ({_summary(violations)}); using the plan "
+                           "without moves")
+                log.error(message)
+                plan.warnings.append(message)
         violations = verify_plan(index, plan, allow)
         if not violations:
             return plan

@@ -66,7 +66,7 @@ from kplace.models.k8s import (
     Taint,
     Volume,
 )
-from kplace.models.plan import DYNAMIC, Eviction, Placement, Plan
+from kplace.models.plan import DYNAMIC, Eviction, Move, Placement, Plan
 from kplace.models.quantity import canonical
 from kplace.models.requests import host_ports, pod_requests
 from kplace.models.selectors import Selector, node_term_matches, required_node_affinity_matches, selector_matches
@@ -144,6 +144,20 @@ def load_plan(path: str | Path) -> Plan:
         pdb = e.get("pdb_violation", False)
         _want(isinstance(pdb, bool), src, f"{at}.pdb_violation", "must be true or false")
         plan.evictions.append(Eviction(e["pod"], e["node"], e["preemptor"], prio, pdb))
+    raw = data.get("moves", [])
+    _want(isinstance(raw, list), src, "moves", "must be a list")
+    for i, m in enumerate(raw):
+        at = f"moves[{i}]"
+        _want(isinstance(m, dict), src, at, "must be an object with `pod`, `from`, `to` and `wave`")
+        for name in ("pod", "from", "to"):
+            _want(isinstance(m.get(name), str) and m[name] != "", src, f"{at}.{name}", "must be a non-empty string")
+        wave = m.get("wave", 1)
+        _want(isinstance(wave, int) and not isinstance(wave, bool) and wave >= 1, src, f"{at}.wave",
+              "must be an integer ≥ 1")
+        admits = m.get("admits", [])
+        _want(isinstance(admits, list) and all(isinstance(a, str) for a in admits), src, f"{at}.admits",
+              "must be a list of `namespace/name`")
+        plan.moves.append(Move(m["pod"], m["from"], m["to"], wave, list(admits)))
     return plan
 
 
@@ -822,7 +836,11 @@ class _Verifier:
                 pods[key] = _pod(infos[key].pod)
             return pods[key]
 
-        bound = [get(pi.key) for pi in self.index.pods if pi.node >= 0 and not pi.pending]
+        # the running pods, where they are once the plan's moves are done
+        running = {pi.key: (get(pi.key), int(pi.node)) for pi in self.index.pods if pi.node >= 0 and not pi.pending}
+        out.extend(self.check_moves(plan.moves, infos, get, running))
+        moved = {m.pod for m in plan.moves}
+        bound = list(running.values())
 
         # 1. placements
         todo: list[tuple[_Pod, int]] = []
@@ -868,12 +886,13 @@ class _Verifier:
             if e.pod in evicted:
                 out.append(Violation(e.pod, e.node, "Preemption", "the victim is evicted more than once"))
                 continue
+            if e.pod in moved:
+                out.append(Violation(e.pod, e.node, "Preemption", "the victim is also moved by the plan"))
+                continue
             evicted.add(e.pod)
             victim = get(e.pod)
             for i, pdb in enumerate(snap.pdbs):
-                sel = pdb.spec.selector
-                if (pdb.metadata.namespace == victim.ns and sel is not None
-                        and (sel.match_labels or sel.match_expressions) and selector_matches(sel, victim.labels)):
+                if _pdb_selects(pdb, victim):
                     budget[i] -= 1
                     if budget[i] < 0 and not (self.allow_pdb_violations and e.pdb_violation):
                         out.append(Violation(e.pod, e.node, "PodDisruptionBudget",
@@ -914,6 +933,60 @@ class _Verifier:
             out.append(Violation(p.key, self.nodes[n].metadata.name, rule, message))
         return out
 
+    def check_moves(self, moves: list[Move], infos: dict[str, Any], get: Callable[[str], _Pod],
+                    running: dict[str, tuple[_Pod, int]]) -> list[Violation]:
+        """0. Moves, wave by wave. Each moves a pod running on `from` and owned by a controller (evicting any
+        other pod deletes it), once. In a wave, every replacement (the pod without its nodeName, as its
+        controller recreates it) passes the filters on `to` with the wave's other arrivals there and every
+        departing pod still on its old node (both copies count), and no PodDisruptionBudget loses more pods
+        than it allows (the replacements run again before the next wave). `running` becomes the state after
+        the last wave."""
+        out: list[Violation] = []
+        valid: list[Move] = []
+        for m in moves:
+            pi = infos.get(m.pod)
+            if pi is None or pi.pending or pi.node < 0 or pi.pod.spec.node_name != m.from_node:
+                out.append(Violation(m.pod, m.from_node, "Move", f"the pod is not running on {m.from_node}"))
+            elif any(v.pod == m.pod for v in valid):
+                out.append(Violation(m.pod, m.from_node, "Move", "the pod is moved more than once"))
+            elif not any(o.controller for o in pi.pod.metadata.owner_references):
+                out.append(Violation(m.pod, m.from_node, "Move", "the pod has no controller to recreate it"))
+            elif m.to not in self.node_id:
+                out.append(Violation(m.pod, m.to, "UnknownNode", f"no node {m.to!r} in the state"))
+            else:
+                valid.append(m)
+        if not valid:
+            return out
+        snap = self.index.snapshot
+        allowed = [snap.pdb_disruptions_allowed(pdb) for pdb in snap.pdbs]
+        self.reset()
+        for p, n in running.values():
+            self.add(p, n)
+        for w in sorted({m.wave for m in valid}):
+            wave = [m for m in valid if m.wave == w]
+            for i, pdb in enumerate(snap.pdbs):
+                hit = [m for m in wave if _pdb_selects(pdb, get(m.pod))]
+                for m in hit[allowed[i]:] if allowed[i] < len(hit) else []:
+                    out.append(Violation(m.pod, m.from_node, "PodDisruptionBudget",
+                                         f"wave {w} moves {len(hit)} pods of PodDisruptionBudget "
+                                         f"{pdb.metadata.namespace}/{pdb.metadata.name}, which allows "
+                                         f"{max(0, allowed[i])}"))
+            arrivals = []
+            for m in wave:
+                pod = infos[m.pod].pod
+                rep = _pod(pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": ""})}))
+                n = self.node_id[m.to]
+                fail = self.check(rep, n)
+                if fail is not None:
+                    out.append(Violation(m.pod, m.to, fail[0], f"wave {w}: its replacement does not fit: {fail[1]}"))
+                self.add(rep, n)
+                arrivals.append((m, rep, n))
+            for m, rep, n in arrivals:
+                old, src = running[m.pod]
+                self.add(old, src, -1)
+                running[m.pod] = (rep, n)
+        return out
+
     def check_gangs(self, placed_on: dict[str, str], evicted: set[str]) -> list[Violation]:
         """4. Gangs: a gang's pods the plan places, with those still running, reach its minCount, or it places
         none; with a topology key, all in one domain of it."""
@@ -941,12 +1014,13 @@ class _Verifier:
         aff = self.terms(p)[0]
         return bool(aff) and all(self.term_matches(t, p) for t in aff)
 
-    def replay(self, bound: list[_Pod], todo: list[tuple[_Pod, int]], victims: dict[str, list[_Pod]]
+    def replay(self, bound: list[tuple[_Pod, int]], todo: list[tuple[_Pod, int]], victims: dict[str, list[_Pod]]
                ) -> tuple[list[tuple[_Pod, int]], dict[str, tuple[str, str]]]:
-        """Bind `bound`, then `todo` as a fixpoint over the order; returns (pods left, their last failure)."""
+        """Bind `bound` (pod, node), then `todo` as a fixpoint over the order; returns (pods left, their last
+        failure)."""
         self.reset()
-        for p in bound:
-            self.add(p, self.node_id[p.pod.spec.node_name])
+        for p, n in bound:
+            self.add(p, n)
         last: dict[str, tuple[str, str]] = {}
         while todo:
             left = []
@@ -966,6 +1040,13 @@ class _Verifier:
                 break
             todo = left
         return todo, last
+
+
+def _pdb_selects(pdb, p: _Pod) -> bool:
+    """The PDB's (non-empty) selector selects the pod, in its namespace."""
+    sel = pdb.spec.selector
+    return (pdb.metadata.namespace == p.ns and sel is not None and bool(sel.match_labels or sel.match_expressions)
+            and selector_matches(sel, p.labels))
 
 
 class FilterReplay:

@@ -161,10 +161,15 @@ def bind_timeout_of(config) -> float:
 def commit(plan: Plan, index: ClusterIndex, mode: str, *, out_file: str | None = None, fmt: str = "yaml",
            kubeconfig: str | None = None, context: str | None = None, dry_run: bool = False,
            **api_options: Any) -> dict[str, Any]:
-    """Commit `plan` (`mode`: "manifest" or "api") and return a JSON-able summary of the outcomes."""
+    """Commit `plan` (`mode`: "manifest" or "api") and return a JSON-able summary of the outcomes. A plan with
+    moves carries them out first, wave by wave (`rebalance.apply`), and binds nothing unless every wave
+    completed."""
     if mode == "manifest":
         if not out_file:
             raise KplaceError("--bind manifest needs an output file")
+        if plan.moves:
+            raise KplaceError("a plan with moves cannot be written as a manifest: the replacements' names are known "
+                              "only once their controllers create them; commit it with --bind api")
         objects = manifest_objects(plan, index)
         text = render_manifest(objects, fmt)
         if out_file == "-":
@@ -187,11 +192,26 @@ def commit(plan: Plan, index: ClusterIndex, mode: str, *, out_file: str | None =
             raise KplaceError("--bind api needs --kubeconfig")
         from .kube import new_client
 
+        moved = None
+        if plan.moves:
+            if dry_run:
+                raise KplaceError("--dry-run cannot simulate moves (their replacements are created by controllers)")
+            from ..rebalance.apply import apply_plan
+
+            moved = apply_plan({"moves": [{"pod": m.pod, "from": m.from_node, "to": m.to, "wave": m.wave}
+                                          for m in plan.moves], "placements": []}, index, kubeconfig, context,
+                               timeout=api_options.get("bind_timeout", 300.0))
+            if not moved["completed"]:
+                return {"mode": "api", "moves": moved, "outcomes": [],
+                        "stopped": f"the moves stopped ({moved['stopped']}): nothing was bound"}
         client = new_client(kubeconfig, context, pool=api_options.get("concurrency", 8))
         try:
-            return commit_api(plan, index, client, dry_run=dry_run, **api_options)
+            out = commit_api(plan, index, client, dry_run=dry_run, **api_options)
         finally:
             client.close()
+        if moved is not None:
+            out["moves"] = moved
+        return out
     raise ValueError(f"unknown bind mode {mode!r}")
 
 
@@ -564,6 +584,8 @@ def commit_shortfall(summary: dict[str, Any]) -> str | None:
     """One line saying what an API commit did not do, or None when every call succeeded."""
     if summary.get("mode") != "api":
         return None
+    if summary.get("stopped"):
+        return summary["stopped"]
     problems = [o for o in summary["outcomes"] if o["result"] not in (BOUND, EVICTED, PATCHED)]
     if not problems:
         return None
@@ -584,6 +606,14 @@ def render_commit(summary: dict[str, Any], limit: int = 50) -> None:
         vols = f", {summary['volumes']} PV/PVC patch(es)" if summary.get("volumes") else ""
         console.print(f"[bold]manifest[/]: {summary['bindings']} Binding(s) and {summary['evictions']} "
                       f"Eviction(s){vols} written to {summary['file']} ({summary['format']})", highlight=False)
+        return
+    if summary.get("moves"):
+        m = summary["moves"]
+        console.print(f"[bold]moves[/]: {m['waves_done']} wave(s) done" + (f"; stopped: {m['stopped']}"
+                                                                            if m.get("stopped") else ""),
+                      highlight=False)
+    if summary.get("stopped"):
+        console.print(f"[red]{summary['stopped']}[/]", highlight=False)
         return
     dry = " (server-side dry run)" if summary.get("dry_run") else ""
     counts = ", ".join(f"{v} {k}" for k, v in sorted(summary["counts"].items())) or "nothing to commit"

@@ -47,6 +47,7 @@ class CompareOptions:
     score_limit: int = SCORE_LIMIT
     isolate: bool = True  # each engine in a forked child process (own wall time and peak RSS)
     allow_pdb_violations: bool = False
+    allow_moves: int = 0  # CP-SAT may move up to this many running pods (`cpsat.moves`)
 
 
 @dataclass
@@ -113,7 +114,8 @@ def _decide(index, config, engine, opts, emit) -> tuple[Plan, float, list]:
 
     cp = _cpsat_options(opts, hook) if engine == "cpsat" else None
     plan = decide(index, config, engine, cpsat_options=cp, tie_break=opts.tie_break, seed=opts.seed,
-                  allow_pdb_violations=opts.allow_pdb_violations)
+                  allow_pdb_violations=opts.allow_pdb_violations,
+                  allow_moves=opts.allow_moves if engine == "cpsat" else 0)
     return plan, time.perf_counter() - started, timeline
 
 

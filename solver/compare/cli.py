@@ -12,6 +12,7 @@ from ..cli import (
     CONTEXT_OPT,
     CPSAT_OPTS,
     KUBECONFIG_OPT,
+    MOVES_OPT,
     NAMESPACE_OPTS,
     OUTPUT_OPTS,
     PDB_OPT,
@@ -99,8 +100,9 @@ def _kube_states(index, baseline: str):
 @NAMESPACE_OPTS
 @CONTEXT_OPT
 @PDB_OPT
+@MOVES_OPT
 def compare(state, time_limit, window, workers, objective, deterministic, config_path, seed, output, report_dir,
-            baseline, kubeconfig, context, allow_pdb_violations):
+            baseline, kubeconfig, context, allow_pdb_violations, allow_moves):
     """Run kube-scheduler's greedy loop and the CP-SAT engine on the same state and compare them side by side.
 
     Both plans are verified; every figure (pods placed per priority, pending reasons, nodes used, allocation,
@@ -122,7 +124,8 @@ def compare(state, time_limit, window, workers, objective, deterministic, config
     output, _ = output_choice(output)
     index, config = load_index(state, config_path, kubeconfig, context)
     opts = CompareOptions(time_limit=time_limit, window=window, workers=workers, seed=seed, objective=objective,
-                          deterministic=deterministic, allow_pdb_violations=allow_pdb_violations)
+                          deterministic=deterministic, allow_pdb_violations=allow_pdb_violations,
+                          allow_moves=allow_moves)
     started = time.perf_counter()
     with _kube_states(index, baseline) as kube, _progress_display(time_limit, enabled=True) as progress:
         cmp = run_compare(index, config, opts, progress, kube)

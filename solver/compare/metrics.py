@@ -100,6 +100,7 @@ def placement_metrics(plan: Plan) -> dict[str, Any]:
         "evictions_by_priority": {str(k): v for k, v in sorted(Counter(e.priority for e in plan.evictions).items(),
                                                                reverse=True)},
         "pdb_violations": sum(e.pdb_violation for e in plan.evictions),
+        "moves": len(plan.moves),
         "by_priority": {str(k): v for k, v in sorted(by_prio.items(), reverse=True)},
         "pending_by_reason": dict(pending.most_common()),
     }

@@ -43,6 +43,8 @@ def rows(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     for p in victims:
         add(f"  evicted, priority {p}", g["placement"]["evictions_by_priority"].get(p, 0),
             c["placement"]["evictions_by_priority"].get(p, 0), "lower")
+    if c["placement"].get("moves"):
+        add("  moves (running pods moved)", g["placement"].get("moves", 0), c["placement"]["moves"], "lower")
     if g["placement"].get("pdb_violations") or c["placement"].get("pdb_violations"):
         add("  evictions that violate a PDB", g["placement"]["pdb_violations"], c["placement"]["pdb_violations"],
             "lower")

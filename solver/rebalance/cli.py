@@ -49,13 +49,21 @@ def render_table(plan: dict[str, Any]) -> None:
     console.print(t)
     if plan["moves"]:
         mt = Table(title="moves", title_justify="left")
-        for c in ("wave", "pod", "from", "to"):
+        admits = any(m["admits"] for m in plan["moves"])
+        for c in ("wave", "pod", "from", "to", *(["admits"] if admits else [])):
             mt.add_column(c, overflow="fold")
         for m in plan["moves"][:200]:
-            mt.add_row(str(m["wave"]), m["pod"], m["from"], m["to"])
+            mt.add_row(str(m["wave"]), m["pod"], m["from"], m["to"], *([", ".join(m["admits"])] if admits else []))
         console.print(mt)
         if len(plan["moves"]) > 200:
             console.print(f"... {len(plan['moves']) - 200} more (-o json for all)")
+    if plan["goal"] == "admit" and plan["placements"]:
+        pt = Table(title="pending pods", title_justify="left")
+        for c in ("pod", "node", "wave"):
+            pt.add_column(c, overflow="fold")
+        for p in plan["placements"][:200]:
+            pt.add_row(p["pod"], p["node"] or "[red]stays pending[/]", str(p["wave"] or ""))
+        console.print(pt)
     if plan["never_moved"]:
         console.print("never moved: " + ", ".join(f"{n} {r}" for r, n in plan["never_moved"].items()))
     for d in plan["dropped"]:
@@ -134,9 +142,12 @@ class Metrics:
 
 @click.command()
 @STATE_ARG
-@click.option("--goal", type=click.Choice(["pack", "balance", "repair", "all"]), default="pack", show_default=True,
+@click.option("--goal", type=click.Choice(["pack", "balance", "repair", "all", "admit"]), default="pack",
+              show_default=True,
               help="pack: free whole nodes; balance: thresholds (policy) or lowest peak; repair: fix violations; "
-                   "all: repair then pack.")
+                   "all: repair then pack; admit: move what must move (fewest, cheapest moves) so pending pods fit.")
+@click.option("--pods", "pod_keys", default=None, metavar="NAMESPACE/NAME,...",
+              help="Only these pending pods are placed (default: every pending pod).")
 @click.option("--max-moves", type=click.IntRange(min=0), default=None, help="At most N moves in the plan.")
 @click.option("--max-moves-per-node", type=click.IntRange(min=0), default=None, help="At most N moves off a node.")
 @click.option("--max-moves-per-namespace", type=click.IntRange(min=0), default=None,
@@ -172,7 +183,8 @@ class Metrics:
               help="roadef: STATE is MODEL ASSIGNMENT of a ROADEF 2012 instance; --output-file gets the new "
                    "assignment.")
 @QUIET_OPT
-def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespace, min_gain, no_pending, policy_path,
+def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_per_namespace, min_gain, no_pending,
+              policy_path,
               config_path, time_limit, workers, deterministic, seed, output, out_file, do_apply, kubeconfig, context,
               timeout, scheduler_name, every, runs, metrics_port, fmt, quiet):
     """Propose (and with --apply, carry out) bounded, PDB-safe moves that pack, balance or repair the cluster.
@@ -185,6 +197,7 @@ def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespac
       kplace rebalance state.json
       kplace rebalance state.json --goal balance --policy policy.yaml -o json --output-file plan.json
       kplace rebalance state.json --goal repair --max-moves 20 --max-moves-per-node 2
+      kplace rebalance state.json --goal admit --pods ml/trainer-0 --max-moves 3
       kplace rebalance --kubeconfig ~/.kube/config --apply --every 10m
       kplace rebalance --format roadef model_a1_1.txt assignment_a1_1.txt --output-file new_a1_1.txt --time-limit 300
     """
@@ -201,6 +214,9 @@ def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespac
         raise click.UsageError("--apply needs --kubeconfig")
     if runs is not None and every is None:
         raise click.UsageError("--runs goes with --every")
+    if goal == "admit" and no_pending:
+        raise click.UsageError("--goal admit places pending pods: it cannot go with --no-pending")
+    only = frozenset(k.strip() for k in pod_keys.split(",") if k.strip()) if pod_keys else None
     from .model import RebalanceOptions
     from .plan import plan_rebalance
     from .policy import load_policy
@@ -209,7 +225,7 @@ def rebalance(state, goal, max_moves, max_moves_per_node, max_moves_per_namespac
     opts = RebalanceOptions(goal=goal, max_moves=max_moves, max_moves_per_node=max_moves_per_node,
                             max_moves_per_namespace=max_moves_per_namespace, min_gain=min_gain,
                             time_limit=time_limit, workers=workers, seed=seed, place_pending=not no_pending,
-                            deterministic=deterministic)
+                            deterministic=deterministic, only_pending=only)
     interval = parse_duration(every) if every else None
     metrics = Metrics(metrics_port) if interval is not None else None
     n = 0

@@ -16,7 +16,8 @@ Objective, lexicographic, one CP-SAT stage each (each stage fixes the previous o
    balance — peak utilisation (per mille, cpu and memory; the engine's `goal_stage`), or with thresholds
    (LowNodeUtilization) the total excess over targetThresholds, per node and resource, in per mille of
    allocatable (deviation mode: over mean + targetThresholds); repair — none beyond the hard rules, which
-   every movable violator must now satisfy; all — repair, then pack;
+   every movable violator must now satisfy; all — repair, then pack; admit — none: stage 1 already asks
+   for the pending pods, and stage 3 moves only what must move to let them in;
 3. move cost: Σ cost(g) · moves(g), cost from priority and pod-deletion-cost (`policy.move_cost`).
 Budgets (--max-moves, per node of origin, per namespace) are constraints; `--min-gain X` requires
 1000 · gain ≥ round(1000 · X) · moves, gain in the goal's units (nodes, percentage points, violations).
@@ -44,7 +45,7 @@ from ..framework.config import SchedulerConfig
 from ..framework.state import ClusterState
 from .policy import Policy, is_node_bound_daemon, move_cost
 
-GOALS = ("pack", "balance", "repair", "all")
+GOALS = ("pack", "balance", "repair", "all", "admit")
 
 
 @dataclass
@@ -59,6 +60,7 @@ class RebalanceOptions:
     seed: int = 0
     place_pending: bool = True
     deterministic: bool = True  # time counted in CP-SAT's deterministic seconds: the same seed, the same moves
+    only_pending: frozenset[str] | None = None  # the pending pods to place (None: all)
 
 
 @dataclass

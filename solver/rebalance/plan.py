@@ -21,6 +21,7 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
+from kplace.models.errors import InputError
 from kplace.models.index import ClusterIndex
 
 from ..cpsat.clock import SearchClock
@@ -151,8 +152,14 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     before_v = checker.violations(start)
     tolerated = {v.pod for v in before_v}
     pinned = classify(index, policy, opts.goal, before_v)
+    if opts.only_pending is not None:
+        unknown = sorted(k for k in opts.only_pending if k not in {pi.key for pi in index.pending})
+        if unknown:
+            raise InputError(f"not a pending pod in the state: {', '.join(unknown)}", field="--pods")
     pending = []
     for pi in index.pending:
+        if opts.only_pending is not None and pi.key not in opts.only_pending:
+            continue
         profile = config.profile_for(pi.spec.scheduler_name)
         if profile is None or any(not pl.pre_enqueue(pi)[0] for pl in profile.at("preEnqueue")):
             continue
@@ -208,13 +215,19 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     after_v = checker.violations(waves.final)
     placed_keys = {s.pod for s in waves.steps if s.src is None}
     names = index.node_names
+    # a move admits the pending pods placed on the node it leaves (the room it frees there)
+    admitted: dict[int, list[str]] = defaultdict(list)
+    for s in waves.steps:
+        if s.src is None:
+            admitted[s.dst].append(s.pod)
     unplaced = len(pending) - len(placed_keys)
     plan: dict[str, Any] = {
         "goal": opts.goal,
         "dry_run": True,
         "simulated": SIMULATED,
         "moves": [{"pod": s.pod, "from": names[s.src], "to": names[s.dst], "wave": s.wave,
-                   "cost": move_cost(index.pod_by_key[s.pod])} for s in waves.steps if s.src is not None],
+                   "cost": move_cost(index.pod_by_key[s.pod]), "admits": admitted.get(s.src, [])}
+                  for s in waves.steps if s.src is not None],
         "placements": [{"pod": k, "node": names[waves.final[k]] if k in placed_keys else None,
                         "wave": next((s.wave for s in waves.steps if s.pod == k), None)} for k in pending],
         "waves": [{"wave": w, "moves": sum(1 for s in waves.steps if s.wave == w and s.src is not None),

@@ -36,6 +36,7 @@ def test_placed_pending_nodes_and_allocation_are_counted_from_the_final_state():
     state = final_state(index, plan)
     assert placement_metrics(plan) == {
         "pods": 2, "placed": 1, "pending": 1, "evictions": 0, "evictions_by_priority": {}, "pdb_violations": 0,
+        "moves": 0,
         "by_priority": {"0": {"placed": 1, "pending": 1}},
         "pending_by_reason": {"Insufficient cpu": 1},
     }

@@ -101,3 +101,35 @@ def test_apply_stops_safely_and_reports_when_a_pdb_refuses_an_eviction(tmp_path)
     finally:
         ctl.stopped.set()
         server.stop()
+
+
+def test_schedule_with_moves_bound_through_the_api_moves_first_then_binds_the_admitted_pod(tmp_path):
+    objs = [node("n0", cpu="4"), node("n1", cpu="4")]
+    objs += [owned(f"big-{i}", "big", cpu="2", node_name=f"n{i}") for i in range(2)]
+    objs += [owned(f"web-{i}", "web", cpu="1", node_name=f"n{i}") for i in range(2)]
+    for o in objs:
+        if o["kind"] == "Pod":
+            o["spec"]["schedulerName"] = "kplace"
+    objs.append({"kind": "Pod", "metadata": {"name": "job", "namespace": "default", "uid": "uid-job"},
+                 "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}]},
+                 "status": {"phase": "Pending"}})
+    server, state, kubeconfig = _serve(objs, tmp_path)
+    ctl = FakeControllers(server, {"web": 2, "big": 2})
+    ctl.start()
+    try:
+        res = CliRunner().invoke(main, ["schedule", state, "--allow-moves", "1", "--time-limit", "3", "--bind", "api",
+                                        "--kubeconfig", kubeconfig, "-o", "json"])
+        assert res.exit_code == 0, res.output
+        data = json.loads(res.output)
+        (move,) = data["moves"]
+        assert data["commit"]["moves"]["completed"]
+        job = next(p for p in server.objects("Pod") if p["metadata"]["name"] == "job")
+        assert job["spec"]["nodeName"] == move["from"]  # the pod lands where the move made room
+        replacement = next(p for p in server.objects("Pod") if p["metadata"]["name"].startswith("web-r"))
+        assert replacement["spec"]["nodeName"] == move["to"]
+        posts = [c["path"] for c in server.calls("POST")]
+        first_binding = next(i for i, p in enumerate(posts) if p.endswith("/binding") and "/job/" in p)
+        assert any(p.endswith("/eviction") for p in posts[:first_binding])  # the move went first
+    finally:
+        ctl.stopped.set()
+        server.stop()
