@@ -1,5 +1,6 @@
-"""Preemption in a full cluster and gangs (issue 20): kube's one-pod-at-a-time preemption and gang handling (the
-greedy engine) against the CP-SAT window, which decides every victim and every gang of the batch at once.
+"""Preemption in a full cluster, moves that make room, and gangs (issue 20): kube's one-pod-at-a-time preemption
+and gang handling (the greedy engine) against the CP-SAT window, which decides every victim and every gang of the
+batch at once, and CP-SAT with `--allow-moves`.
 
     .venv/bin/python benchmarks/bench_preemption.py            # every family, seeds 0-2 (a few minutes)
     .venv/bin/python benchmarks/bench_preemption.py --quick    # seed 0 only
@@ -10,7 +11,9 @@ PDBs respected, kplace's default), one after the other in this process. Per plan
 victims per priority, PDB violations, whether the verifier accepted it, and the wall time. Rows go to
 benchmarks/results/preemption.json and, unless --no-docs, to the "Preemption" section of docs/benchmarks.md
 (between its markers) with docs/img/preemption-victims.png; figures per family are medians over seeds. The gang
-families (`kplace generate gangs`) report pods placed, complete gangs and partial gangs (which must be 0).
+families (`kplace generate gangs`) report pods placed, complete gangs and partial gangs (which must be 0). The move
+families (`kplace generate fragmented-moves`) run CP-SAT a second time with `--allow-moves` (up to one move per
+pending pod) and report moves beside victims.
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ FAMILIES = [
     ("preemption-pdb, 40 nodes, 30 % demand, budget 2", "preemption-pdb", 40, {}),
     ("preemption-pdb, 80 nodes, 40 % demand, budget 1", "preemption-pdb", 80, {"demand": "40", "budget": "1"}),
 ]
+MOVES = [
+    ("fragmented-moves, 30 nodes, pending outranks the replicas", "fragmented-moves", 30, {"preempt": "1"}),
+    ("fragmented-moves, 30 nodes, equal priority", "fragmented-moves", 30, {"preempt": "0"}),
+    ("fragmented-moves, 60 nodes, pending outranks, budget 2", "fragmented-moves", 60,
+     {"preempt": "1", "budget": "2"}),
+]
 GANGS = [
     ("gangs, 60 nodes, 12 jobs of 4-64 pods", "gangs", 60, {}),
     ("gangs, 60 nodes, 12 jobs, each in one zone", "gangs", 60, {"zone": "1"}),
@@ -58,12 +67,13 @@ def _figures(index, plan, seconds: float) -> dict:
             "complete_gangs": sum(1 for g in touched if sum(m in on for m in g.members) >= g.min_count),
             "partial_gangs": sum(1 for g in touched if sum(m in on for m in g.members) < g.min_count),
             "victims": {str(k): v for k, v in sorted(victims.items(), reverse=True)},
-            "pdb_violations": sum(e.pdb_violation for e in plan.evictions),
+            "pdb_violations": sum(e.pdb_violation for e in plan.evictions), "moves": len(plan.moves),
+            "waves": max((m.wave for m in plan.moves), default=0),
             "verified": not verify_plan(index, plan), "seconds": round(seconds, 2),
             "statuses": dict(Counter(w["status"] for w in plan.windows))}
 
 
-def run(label: str, workload: str, nodes: int, params: dict, seed: int) -> dict:
+def run(label: str, workload: str, nodes: int, params: dict, seed: int, moves: bool = False) -> dict:
     from kplace.instances.generators import generate
     from kplace.solver.cli import load_index
     from kplace.solver.cpsat import CpsatOptions
@@ -76,9 +86,11 @@ def run(label: str, workload: str, nodes: int, params: dict, seed: int) -> dict:
         index, config = load_index((str(path),), None)
     row = {"family": label, "seed": seed, "nodes": len(index.nodes), "pending": len(index.pending),
            "bound": len(index.pods) - len(index.pending)}
-    for engine in ("greedy", "cpsat"):
+    for engine in ("greedy", "cpsat", *(["moves"] if moves else [])):
         started = time.perf_counter()
-        plan = decide(index, config, engine, cpsat_options=CpsatOptions(time_limit=TIME_LIMIT, seed=seed))
+        plan = decide(index, config, "greedy" if engine == "greedy" else "cpsat",
+                      cpsat_options=CpsatOptions(time_limit=TIME_LIMIT, seed=seed),
+                      allow_moves=len(index.pending) if engine == "moves" else 0)
         row[engine] = _figures(index, plan, time.perf_counter() - started)
     return row
 
@@ -95,7 +107,7 @@ def _med(values) -> float:
     return statistics.median(values)
 
 
-def render(rows: list[dict], gang_rows: list[dict], elapsed: float) -> str:
+def render(rows: list[dict], gang_rows: list[dict], move_rows: list[dict], elapsed: float) -> str:
     lines = [BEGIN, f"Command: `.venv/bin/python benchmarks/bench_preemption.py` ({machine()}; {elapsed:.0f} s). "
              "Both engines through `decide` (engine + verifier, PDBs respected), one after the other; CP-SAT with "
              f"`--time-limit {TIME_LIMIT:g}`. Placed and victims per priority (highest first), medians over seeds; "
@@ -140,6 +152,25 @@ def render(rows: list[dict], gang_rows: list[dict], elapsed: float) -> str:
         pending, gangs = _med([r["pending"] for r in rs]), _med([r["greedy"]["gangs"] for r in rs])
         lines.append(f"| {fam} | {len(rs)} | {pending:g} | {gangs:g} | {m('pods_placed')} | {m('complete_gangs')} | "
                      f"{m('partial_gangs', how=max)} | {ok} | {m('seconds')} |")
+    lines += ["", "| move family | seeds | pending | placed g / c / c+moves | victims g / c / c+moves | "
+              "moves (waves) | admitted beyond greedy | disruptions g / c+moves | verified | wall s g / c / c+moves |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for fam in dict.fromkeys(r["family"] for r in move_rows):
+        rs = [r for r in move_rows if r["family"] == fam]
+
+        def m3(key, rs=rs):
+            def total(v):
+                return sum(v.values()) if isinstance(v, dict) else v
+            return " / ".join(f"{_med([total(r[e][key]) for r in rs]):g}" for e in ("greedy", "cpsat", "moves"))
+
+        ok = all(r[e]["verified"] for r in rs for e in ("greedy", "cpsat", "moves"))
+        beyond = _med([r["moves"]["pods_placed"] - r["greedy"]["pods_placed"] for r in rs])
+        disrupt = " / ".join(f"{_med([sum(r[e]['victims'].values()) + r[e]['moves'] for r in rs]):g}"
+                             for e in ("greedy", "moves"))
+        lines.append(f"| {fam} | {len(rs)} | {_med([r['pending'] for r in rs]):g} | {m3('pods_placed')} | "
+                     f"{m3('victims')} | {_med([r['moves']['moves'] for r in rs]):g} "
+                     f"({_med([r['moves']['waves'] for r in rs]):g}) | {beyond:g} | {disrupt} | {ok} | "
+                     f"{m3('seconds')} |")
     lines.append(END)
     return "\n".join(lines)
 
@@ -175,19 +206,22 @@ def main() -> int:
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md")
     args = ap.parse_args()
     started = time.perf_counter()
-    rows, gang_rows = [], []
+    rows, gang_rows, move_rows = [], [], []
     seeds = (0,) if args.quick else (0, 1, 2)
-    for families, out, keys in ((FAMILIES, rows, ("placed", "victims")), (GANGS, gang_rows, ("complete_gangs",))):
+    for families, out, keys in ((FAMILIES, rows, ("placed", "victims")), (GANGS, gang_rows, ("complete_gangs",)),
+                                (MOVES, move_rows, ("pods_placed", "victims", "moves"))):
         for label, workload, nodes, params in families:
             for seed in seeds:
-                row = run(label, workload, nodes, params, seed)
-                shown = "; ".join(f"{e} " + ", ".join(f"{k} {row[e][k]}" for k in keys) for e in ("greedy", "cpsat"))
+                row = run(label, workload, nodes, params, seed, moves=families is MOVES)
+                shown = "; ".join(f"{e} " + ", ".join(f"{k} {row[e][k]}" for k in keys)
+                                  for e in ("greedy", "cpsat", "moves") if e in row)
                 print(f"{label} seed {seed}: {shown}", file=sys.stderr)
                 out.append(row)
     elapsed = time.perf_counter() - started
-    write_json(RESULTS, {"machine": machine(), "seconds": elapsed, "rows": rows, "gangs": gang_rows})
+    write_json(RESULTS, {"machine": machine(), "seconds": elapsed, "rows": rows, "gangs": gang_rows,
+                         "moves": move_rows})
     if not args.no_docs:
-        replace_section(DOC, BEGIN, END, render(rows, gang_rows, elapsed),
+        replace_section(DOC, BEGIN, END, render(rows, gang_rows, move_rows, elapsed),
                         heading="## Preemption and gangs (issue 20)")
         plot(rows)
     return 0
