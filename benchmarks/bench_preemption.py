@@ -153,8 +153,8 @@ def render(rows: list[dict], gang_rows: list[dict], move_rows: list[dict], elaps
         lines.append(f"| {fam} | {len(rs)} | {pending:g} | {gangs:g} | {m('pods_placed')} | {m('complete_gangs')} | "
                      f"{m('partial_gangs', how=max)} | {ok} | {m('seconds')} |")
     lines += ["", "| move family | seeds | pending | placed g / c / c+moves | victims g / c / c+moves | "
-              "moves (waves) | admitted beyond greedy | disruptions g / c+moves | verified | wall s g / c / c+moves |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "moves (waves) | admitted beyond greedy | verified | wall s g / c / c+moves |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for fam in dict.fromkeys(r["family"] for r in move_rows):
         rs = [r for r in move_rows if r["family"] == fam]
 
@@ -165,11 +165,9 @@ def render(rows: list[dict], gang_rows: list[dict], move_rows: list[dict], elaps
 
         ok = all(r[e]["verified"] for r in rs for e in ("greedy", "cpsat", "moves"))
         beyond = _med([r["moves"]["pods_placed"] - r["greedy"]["pods_placed"] for r in rs])
-        disrupt = " / ".join(f"{_med([sum(r[e]['victims'].values()) + r[e]['moves'] for r in rs]):g}"
-                             for e in ("greedy", "moves"))
         lines.append(f"| {fam} | {len(rs)} | {_med([r['pending'] for r in rs]):g} | {m3('pods_placed')} | "
                      f"{m3('victims')} | {_med([r['moves']['moves'] for r in rs]):g} "
-                     f"({_med([r['moves']['waves'] for r in rs]):g}) | {beyond:g} | {disrupt} | {ok} | "
+                     f"({_med([r['moves']['waves'] for r in rs]):g}) | {beyond:g} | {ok} | "
                      f"{m3('seconds')} |")
     lines.append(END)
     return "\n".join(lines)

@@ -7,9 +7,19 @@ from collections import Counter
 from kplace.models.plan import Plan
 
 LEGEND = ("groups: sets of identical pods that share count variables; models: independent CP-SAT models (groups no "
-          "rule ties together); objective: pods placed (weighted by priority when several), or the --objective goal; "
-          "vs greedy: that figure minus greedy's; gap: distance to the proven bound; score measure: kube's scores of "
-          "the window's pods on the plan's final state (docs/user-guide.md, Glossary)")
+          "rule ties together); objective: the last exact stage, named after it — placed: pods placed less pods "
+          "evicted (weighted by priority when several), disruption: victims weighted by priority (lower is better), "
+          "or the --objective goal; vs greedy: that figure minus greedy's; gap: distance to the proven bound; "
+          "score measure: kube's scores of the window's pods on the plan's final state (docs/user-guide.md, Glossary)")
+
+
+def _objective_stage(window: dict) -> str | None:
+    """The short name of the stage the window's objective is from: its last stage with an exact objective."""
+    exact = [st["stage"] for st in window.get("stages", []) if "objective" in st and "surrogate" not in st]
+    if not exact:
+        return None
+    name = exact[-1]
+    return "disruption" if "disruption" in name else "placed" if "placed" in name else name
 
 
 def render_plan(plan: Plan, limit: int = 50, wide: bool = False) -> None:
@@ -37,8 +47,10 @@ def render_plan(plan: Plan, limit: int = 50, wide: bool = False) -> None:
             m = w.get("measure")
             measure = f"{m['cpsat']:,}" if m else "-"
             m_delta = f"{m['cpsat'] - m['greedy']:+,}" if m else "-"
+            stage = _objective_stage(w)
             t.add_row(str(i), str(w["pods"]), str(w["groups"]), str(w["components"]), w["status"],
-                      f"{obj:g}", delta, gap, measure, m_delta, f"{w['seconds']:.2f}")
+                      f"{obj:g}" + (f" ({stage})" if stage and not fallback else ""), delta, gap, measure, m_delta,
+                      f"{w['seconds']:.2f}")
         console.print(t)
         console.print(f"[dim]{LEGEND}[/]", highlight=False)
     t = Table(title="Placements", title_justify="left")

@@ -256,10 +256,25 @@ def disruption_stage(v: Variables, priority: dict[int, int], pdbs: dict[int, lis
     return Stage("disruption (victims by priority)", expr, False, evaluate, best=0)
 
 
+def gang_stage(v: Variables) -> Stage | None:
+    """Σ_G z_G, the gangs that run (`plugins/gangscheduling`), maximised once pods placed are fixed: the same pods
+    in more, smaller gangs admit more jobs. None without gangs to complete in the model."""
+    if not v.gangs:
+        return None
+
+    def evaluate(counts, gangs=v.gangs):
+        return sum(1 for _, gids in gangs if any(sum(counts.get(gid, {}).values()) for gid in gids))
+
+    return Stage("gangs", cp_model.LinearExpr.sum([z for z, _ in v.gangs]), True, evaluate, share=0.3)
+
+
 def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain], goal: str,
                      terms: list[ObjectiveTerm], normalised: list[str], disruption: Stage | None = None
                      ) -> list[Stage]:
     stages = placement_stages(v, groups)
+    gangs = gang_stage(v)
+    if gangs is not None:
+        stages.append(gangs)
     if disruption is not None:
         stages.append(disruption)
     score = score_stage(v, groups, domains, terms, normalised)

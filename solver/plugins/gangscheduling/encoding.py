@@ -3,9 +3,10 @@
 For a gang G with minimum m, R of its pods already running and its pending pods in groups g ∈ G (all in one window
 and, by `ties`, one component), when R < m: z_G ∈ {0, 1} and
     Σ_{g∈G} placed[g] ≥ (m − R)·z_G,    Σ_{g∈G} placed[g] ≤ |pending of G|·z_G
-so either enough of its pods are placed or none is. With a topology key K, one domain: u_{G,v} ∈ {0, 1} per value
-v of K on the gang's nodes, Σ_v u_{G,v} ≤ 1, y[g, n] ≤ ub[g, n]·u_{G,K(n)} (0 on nodes without K), and the domain
-of running members is the only one allowed. Exact: it is the rule itself on the final counts.
+so either enough of its pods are placed or none is; Σ_G z_G is the objective's "gangs" stage, after pods placed
+(with pods placed at their optimum, the most complete gangs). With a topology key K, one domain: u_{G,v} ∈ {0, 1}
+per value v of K on the gang's nodes, Σ_v u_{G,v} ≤ 1, y[g, n] ≤ ub[g, n]·u_{G,K(n)} (0 on nodes without K), and
+the domain of running members is the only one allowed. Exact: it is the rule itself on the final counts.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def constrain(ctx: ConstraintContext) -> None:
             model.add(placed <= pending * z)
             v.aux_hints.append((z, lambda c, gids=[g.gid for g in groups]: int(
                 any(sum(c.get(gid, {}).values()) for gid in gids))))
+            v.gangs.append((z, [g.gid for g in groups]))
         if gang.topology_key is None:
             continue
         ids = index.label_column(gang.topology_key)[0]

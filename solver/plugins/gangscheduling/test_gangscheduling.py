@@ -70,6 +70,19 @@ def test_the_window_places_a_gang_that_kube_one_pod_at_a_time_leaves_out():
     assert verify_plan(index, greedy) == [] and verify_plan(index, cpsat) == []
 
 
+def test_with_pods_placed_at_their_best_the_window_runs_the_most_gangs():
+    # 4 CPUs: gang "big" (4 pods) or gangs "a" and "b" (2 pods each) place 4 pods either way; kube takes "big",
+    # first in the queue; the window's gangs stage runs two jobs instead of one
+    index = _index(node("n", cpu="4"), kube_group("big", 4), kube_group("a", 2), kube_group("b", 2),
+                   *(member(f"big-{i}", "big", "1", i) for i in range(4)),
+                   *(member(f"a-{i}", "a", "1", 4 + i) for i in range(2)),
+                   *(member(f"b-{i}", "b", "1", 6 + i) for i in range(2)))
+    greedy, cpsat = schedule_greedy(index), schedule_cpsat(index, options=OPTS)
+    assert sorted(_on(greedy)) == [f"big-{i}" for i in range(4)]
+    assert sorted(_on(cpsat)) == ["a-0", "a-1", "b-0", "b-1"]
+    assert verify_plan(index, cpsat) == []
+
+
 def test_a_gang_with_fewer_pods_than_its_minimum_waits_in_the_queue():
     index = _index(node("a", cpu="8"), kube_group("job", 3), member("w0", "job", "1", 0), member("w1", "job", "1", 1))
     for plan in (schedule_greedy(index), schedule_cpsat(index, options=OPTS)):
