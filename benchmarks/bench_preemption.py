@@ -51,6 +51,7 @@ MOVES = [
 GANGS = [
     ("gangs, 60 nodes, 12 jobs of 4-64 pods", "gangs", 60, {}),
     ("gangs, 60 nodes, 12 jobs, each in one zone", "gangs", 60, {"zone": "1"}),
+    ("gangs, 60 nodes, 12 jobs, each preferring one zone", "gangs", 60, {"zone": "2"}),
 ]
 
 
@@ -61,10 +62,13 @@ def _figures(index, plan, seconds: float) -> dict:
     placed = Counter(prio[p.pod] for p in plan.placements if p.node)
     victims = Counter(e.priority for e in plan.evictions)
     on = {p.pod for p in plan.placements if p.node}
+    where = {p.pod: p.node for p in plan.placements if p.node}
+    zone_of = {n.metadata.name: n.metadata.labels.get("topology.kubernetes.io/zone") for n in index.snapshot.nodes}
     touched = [g for g in index.gangs if any(m in on for m in g.members)]
     return {"placed": {str(k): v for k, v in sorted(placed.items(), reverse=True)},
             "pods_placed": len(on), "gangs": len(index.gangs),
             "complete_gangs": sum(1 for g in touched if sum(m in on for m in g.members) >= g.min_count),
+            "gang_zones": sum(len({zone_of.get(n) for k, n in where.items() if k in g.members}) for g in touched),
             "partial_gangs": sum(1 for g in touched if sum(m in on for m in g.members) < g.min_count),
             "victims": {str(k): v for k, v in sorted(victims.items(), reverse=True)},
             "pdb_violations": sum(e.pdb_violation for e in plan.evictions), "moves": len(plan.moves),
@@ -141,7 +145,8 @@ def render(rows: list[dict], gang_rows: list[dict], move_rows: list[dict], elaps
             f"{_med([r['greedy']['seconds'] for r in rs]):.1f} / {_med([r['cpsat']['seconds'] for r in rs]):.1f} |")
     lines += ["", f"![victims by priority]({IMG.relative_to(DOC.parent).as_posix()})", "",
               "| gang family | seeds | pending | gangs | pods placed g / c | complete gangs g / c | "
-              "partial gangs g / c | verified | wall s g / c |", "|---|---|---|---|---|---|---|---|---|"]
+              "partial gangs g / c | zones per running gang g / c | verified | wall s g / c |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for fam in dict.fromkeys(r["family"] for r in gang_rows):
         rs = [r for r in gang_rows if r["family"] == fam]
 
@@ -150,8 +155,10 @@ def render(rows: list[dict], gang_rows: list[dict], move_rows: list[dict], elaps
 
         ok = all(r[e]["verified"] for r in rs for e in ("greedy", "cpsat"))
         pending, gangs = _med([r["pending"] for r in rs]), _med([r["greedy"]["gangs"] for r in rs])
+        per_gang = " / ".join(f"{_med([r[e]['gang_zones'] / max(1, r[e]['complete_gangs']) for r in rs]):.2f}"
+                              for e in ("greedy", "cpsat"))
         lines.append(f"| {fam} | {len(rs)} | {pending:g} | {gangs:g} | {m('pods_placed')} | {m('complete_gangs')} | "
-                     f"{m('partial_gangs', how=max)} | {ok} | {m('seconds')} |")
+                     f"{m('partial_gangs', how=max)} | {per_gang} | {ok} | {m('seconds')} |")
     lines += ["", "| move family | seeds | pending | placed g / c / c+moves | victims g / c / c+moves | "
               "moves (waves) | admitted beyond greedy | verified | wall s g / c / c+moves |",
               "|---|---|---|---|---|---|---|---|---|"]

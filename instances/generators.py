@@ -667,7 +667,8 @@ def _fragmented_moves(nodes: int | None, pods: int | None, seed: int, params: di
 
 def _gangs(nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
     p = _parse_params("gangs", [Param("jobs", "gangs", _int_in(1, 1000), 12),
-                                Param("zone", "1: each gang in one zone", _int_in(0, 1), 0)], params)
+                                Param("zone", "1: each gang in one zone; 2: each prefers one (Kueue's "
+                                      "podset-preferred-topology)", _int_in(0, 2), 0)], params)
     n_nodes = 60 if nodes is None else nodes
     rng = random.Random(seed)
     zones = ["zone-a", "zone-b", "zone-c"]
@@ -688,8 +689,9 @@ def _gangs(nodes: int | None, pods: int | None, seed: int, params: dict[str, str
         size = rng.choice([4, 8, 16, 32, 64])
         group = f"job-{j:03d}"
         spec: Obj = {"schedulingPolicy": {"gang": {"minCount": size if rng.random() < 0.5 else size * 3 // 4}}}
-        if p["zone"]:
+        if p["zone"] == 1:
             spec["schedulingConstraints"] = {"topology": [{"key": ZONE}]}
+        prefer = {"kueue.x-k8s.io/podset-preferred-topology": ZONE} if p["zone"] == 2 else None
         items.append({"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
                       "metadata": {"name": group, "namespace": "jobs"}, "spec": spec})
         cpu = rng.choice([1000, 2000, 4000])
@@ -697,7 +699,8 @@ def _gangs(nodes: int | None, pods: int | None, seed: int, params: dict[str, str
             if pods is not None and made >= pods:
                 break
             items.append(_pod(f"{group}-worker-{w:02d}", "jobs", {"cpu": f"{cpu}m", "memory": f"{cpu}Mi"}, created=t,
-                              labels={"app": group}, extra_spec={"schedulingGroup": {"podGroupName": group}}))
+                              labels={"app": group}, extra_spec={"schedulingGroup": {"podGroupName": group}},
+                              annotations=prefer))
             made, t = made + 1, t + 1
             if rng.random() < 0.2:
                 items.append(_pod(f"single-{t:05d}", "jobs", {"cpu": "1000m", "memory": "1Gi"}, created=t,
@@ -924,7 +927,7 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
     "priority-overload": ("3 PriorityClasses, bound low-priority pods, pending demand beyond capacity "
                           "(param overload=%)", _priority_overload),
     "gangs": ("a fragmented cluster and jobs whose workers form gangs of 4-64 pods (PodGroup minCount; params jobs, "
-              "zone=1 for one zone per gang)", _gangs),
+              "zone=1 for one zone per gang, zone=2 for a preferred zone)", _gangs),
     "preemption-pdb": ("a full cluster of low-priority Deployments under PDBs (param budget) and a batch of "
                        "high-priority pods (param demand=% of cluster CPU) that must preempt", _preemption_pdb),
     "fragmented-moves": ("every node 3 of 8 CPU free, pending 4 CPU pods: one move per pod lets it in (params "

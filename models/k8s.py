@@ -411,6 +411,7 @@ class PodDisruptionBudget(K8s):
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins' coscheduling: the pod's group
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"  # Kueue: the group's pods in one domain of this key
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"  # Kueue: as few domains of this key as can be
 
 
 class GangPolicy(K8s):

@@ -278,13 +278,15 @@ def default_storage_class(snapshot: ClusterSnapshot) -> None:
 class Gang:
     """Pods placed all together or not at all: at least `min_count` of `members` (pod keys, in the state's order),
     in one domain of `topology_key` when set (the PodGroup's topology constraint, or Kueue's
-    podset-required-topology annotation on its pods)."""
+    podset-required-topology annotation on its pods), and preferably in as few domains of `preferred_key` as can be
+    (Kueue's podset-preferred-topology: a soft rule, kube-scheduler ignores it)."""
 
     namespace: str
     name: str
     min_count: int
     members: tuple[str, ...]
     topology_key: str | None = None
+    preferred_key: str | None = None
 
     @property
     def key(self) -> str:
@@ -294,7 +296,7 @@ class Gang:
 def gangs(snapshot: ClusterSnapshot) -> list[Gang]:
     """The gangs of the state: each PodGroup with a gang policy and the pods that name it (by kube's
     `spec.schedulingGroup` or coscheduling's label) in its namespace."""
-    from .k8s import REQUIRED_TOPOLOGY, pod_group_name
+    from .k8s import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, pod_group_name
 
     groups = {(g.metadata.namespace, g.metadata.name): g for g in snapshot.pod_groups if g.min_count is not None}
     members: dict[tuple[str, str], list[Pod]] = {}
@@ -307,6 +309,8 @@ def gangs(snapshot: ClusterSnapshot) -> list[Gang]:
         pods = members.get((ns, name), [])
         key = g.topology_key or next((p.metadata.annotations[REQUIRED_TOPOLOGY] for p in pods
                                       if p.metadata.annotations.get(REQUIRED_TOPOLOGY)), None)
-        out.append(Gang(ns, name, int(g.min_count), tuple(f"{ns}/{p.metadata.name}" for p in pods), key))
+        preferred = None if key else next((p.metadata.annotations[PREFERRED_TOPOLOGY] for p in pods
+                                           if p.metadata.annotations.get(PREFERRED_TOPOLOGY)), None)
+        out.append(Gang(ns, name, int(g.min_count), tuple(f"{ns}/{p.metadata.name}" for p in pods), key, preferred))
     return out
 

@@ -268,6 +268,20 @@ def gang_stage(v: Variables) -> Stage | None:
     return Stage("gangs", cp_model.LinearExpr.sum([z for z, _ in v.gangs]), True, evaluate, share=0.3)
 
 
+def gang_domain_stage(v: Variables) -> Stage | None:
+    """Σ u_{G,d}: the domains of their preferred topology key the gangs use (Kueue's podset-preferred-topology),
+    minimised after pods placed, gangs and disruption. None when no gang prefers a topology."""
+    if not v.gang_domains:
+        return None
+
+    def evaluate(counts, terms=v.gang_domains):
+        return sum(1 for _, nodes, gids in terms
+                   if any(cnt for gid in gids for n, cnt in counts.get(gid, {}).items() if n in nodes))
+
+    return Stage("gang domains", cp_model.LinearExpr.sum([u for u, _, _ in v.gang_domains]), False, evaluate,
+                 share=0.3)
+
+
 def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDomain], goal: str,
                      terms: list[ObjectiveTerm], normalised: list[str], disruption: Stage | None = None
                      ) -> list[Stage]:
@@ -277,6 +291,9 @@ def objective_stages(v: Variables, groups: list[PodGroup], domains: dict[int, Gr
         stages.append(gangs)
     if disruption is not None:
         stages.append(disruption)
+    domains_used = gang_domain_stage(v)
+    if domains_used is not None:
+        stages.append(domains_used)
     score = score_stage(v, groups, domains, terms, normalised)
     goal_s = goal_stage(v, goal)
     if goal_s is None:

@@ -64,6 +64,7 @@ class Variables:
         """Auxiliary variables and how to derive their value from a y-hint (so hints stay complete)."""
         self.evict: dict[int, cp_model.IntVar] = {}  # victim idx → e_v
         self.gangs: list[tuple[cp_model.IntVar, list[int]]] = []  # (z_G, the gang's group ids), by gangscheduling
+        self.gang_domains: list[tuple[cp_model.IntVar, frozenset[int], list[int]]] = []  # (u_{G,d}, nodes, gids)
         self.victims_on: dict[int, list[tuple[object, cp_model.IntVar]]] = {}  # node → [(victim, e_v)]
         for g in groups:
             nodes = scope[g.gid]

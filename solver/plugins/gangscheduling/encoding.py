@@ -6,7 +6,9 @@ and, by `ties`, one component), when R < m: z_G ∈ {0, 1} and
 so either enough of its pods are placed or none is; Σ_G z_G is the objective's "gangs" stage, after pods placed
 (with pods placed at their optimum, the most complete gangs). With a topology key K, one domain: u_{G,v} ∈ {0, 1}
 per value v of K on the gang's nodes, Σ_v u_{G,v} ≤ 1, y[g, n] ≤ ub[g, n]·u_{G,K(n)} (0 on nodes without K), and
-the domain of running members is the only one allowed. Exact: it is the rule itself on the final counts.
+the domain of running members is the only one allowed. Exact: it is the rule itself on the final counts. With a
+preferred key (Kueue's podset-preferred-topology), the same u_{G,v} without Σ_v u ≤ 1 (a node without the key is
+a domain of its own), and Σ_G Σ_v u_{G,v} is minimised in the objective's "gang domains" stage.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def constrain(ctx: ConstraintContext) -> None:
             v.aux_hints.append((z, lambda c, gids=[g.gid for g in groups]: int(
                 any(sum(c.get(gid, {}).values()) for gid in gids))))
             v.gangs.append((z, [g.gid for g in groups]))
+        if gang.preferred_key is not None:
+            _prefer_one_domain(v, k, gang.preferred_key, groups)
         if gang.topology_key is None:
             continue
         ids = index.label_column(gang.topology_key)[0]
@@ -66,6 +70,27 @@ def constrain(ctx: ConstraintContext) -> None:
         for val, lit in u.items():
             v.aux_hints.append((lit, lambda c, val=val, ids=ids, gids=[g.gid for g in groups]: int(any(
                 cnt and int(ids[n]) == val for gid in gids for n, cnt in c.get(gid, {}).items()))))
+
+
+def _prefer_one_domain(v, k: int, key: str, groups) -> None:
+    """u_{G,d} ≥ [some pod of G on a node of domain d], d the node's value of `key` (or the node itself without
+    it); the u's are the gang-domains stage's terms."""
+    ids = v.state.index.label_column(key)[0]
+
+    def domain(n: int) -> tuple:
+        return ("v", int(ids[n])) if ids[n] >= 0 else ("node", n)
+
+    doms = sorted({domain(n) for g in groups for n in v.y[g.gid]})
+    u = {d: v.model.new_bool_var(f"gang_{k}_prefers_{d[0]}{d[1]}") for d in doms}
+    for g in groups:
+        for n, y in v.y[g.gid].items():
+            v.model.add(y <= v.ub[g.gid][n] * u[domain(n)])
+    for d, lit in u.items():
+        v.aux_hints.append((lit, lambda c, d=d, gids=[g.gid for g in groups]: int(any(
+            cnt and domain(n) == d for gid in gids for n, cnt in c.get(gid, {}).items()))))
+    gids = [g.gid for g in groups]
+    for d, lit in u.items():
+        v.gang_domains.append((lit, frozenset(n for g in groups for n in v.y[g.gid] if domain(n) == d), gids))
 
 
 ENCODINGS = {"GangScheduling": PluginEncoding(ties=ties, constrain=constrain)}

@@ -83,6 +83,22 @@ def test_with_pods_placed_at_their_best_the_window_runs_the_most_gangs():
     assert verify_plan(index, cpsat) == []
 
 
+def test_a_gang_that_prefers_a_topology_lands_in_one_domain_when_it_can_and_kube_ignores_the_preference():
+    nodes = [node(f"{z}{i}", cpu="4", labels={ZONE: z}) for z in "ab" for i in range(2)]
+    pods = []
+    for i in range(4):
+        m = member(f"w{i}", "job", "2", i)
+        m["metadata"]["annotations"] = {"kueue.x-k8s.io/podset-preferred-topology": ZONE}
+        pods.append(m)
+    index = _index(*nodes, kube_group("job", 4), *pods)
+    assert index.gangs[0].preferred_key == ZONE and index.gangs[0].topology_key is None
+    greedy, cpsat = schedule_greedy(index), schedule_cpsat(index, options=OPTS)
+    zone = {n["metadata"]["name"]: n["metadata"]["labels"][ZONE] for n in nodes}
+    assert len({zone[n] for n in _on(greedy).values()}) == 2  # LeastAllocated spreads it
+    assert len(_on(cpsat)) == 4 and len({zone[n] for n in _on(cpsat).values()}) == 1
+    assert verify_plan(index, cpsat) == []
+
+
 def test_a_gang_with_fewer_pods_than_its_minimum_waits_in_the_queue():
     index = _index(node("a", cpu="8"), kube_group("job", 3), member("w0", "job", "1", 0), member("w1", "job", "1", 1))
     for plan in (schedule_greedy(index), schedule_cpsat(index, options=OPTS)):
