@@ -36,7 +36,7 @@ def bound(snap: ClusterSnapshot):
 def test_list_workloads_names_every_generator():
     names = list_workloads()
     expected = {*PERF, "dcm", "fragmentation", "spread-zones", "priority-overload", "openb", "vbp", "volumes",
-                "preferred-affinity", "corners", "preemption-pdb", "gangs"}
+                "preferred-affinity", "corners", "preemption-pdb", "gangs", "fragmented-moves"}
     assert set(names) == expected
     assert all(isinstance(d, str) and d and "\n" not in d for d in names.values())
 
