@@ -198,6 +198,22 @@ class ClusterIndex:
         return {self.pod_by_key[k].idx: i for i, g in enumerate(self.gangs) for k in g.members
                 if k in self.pod_by_key}
 
+    @cached_property
+    def _pdb_selectors(self) -> list:
+        """Per PDB: (namespace, compiled selector), or None for a selector that selects nothing for PDB purposes
+        (null or empty)."""
+        from .selectors import Selector
+
+        return [(pdb.metadata.namespace, Selector(pdb.spec.selector))
+                if pdb.spec.selector is not None and (pdb.spec.selector.match_labels
+                                                      or pdb.spec.selector.match_expressions)
+                else None for pdb in self.snapshot.pdbs]
+
+    def pdbs_of(self, pod: PodInfo) -> list[int]:
+        """The PDBs (indices into `snapshot.pdbs`) in the pod's namespace whose non-empty selector matches it."""
+        return [i for i, c in enumerate(self._pdb_selectors)
+                if c is not None and c[0] == pod.namespace and c[1].matches(pod.labels)]
+
     # --- nodes ------------------------------------------------------------------------------------
 
     def label_column(self, key: str) -> tuple[np.ndarray, list[str]]:

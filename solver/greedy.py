@@ -596,10 +596,8 @@ class GreedyScheduler:
         return self._pdb_allowed
 
     def pdb_disrupt(self, victim: PodInfo) -> None:
-        from .plugins.defaultpreemption import matching_pdbs
-
         allowed = self.pdb_allowed()
-        for i in matching_pdbs(self.index, victim):
+        for i in self.index.pdbs_of(victim):
             allowed[i] -= 1
 
     # --- the loop ---------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from kplace.models.index import ClusterIndex
 
 from ..framework.config import SchedulerConfig, parse_config
 from ..greedy import GreedyScheduler
-from ..plugins.defaultpreemption import matching_pdbs
 from .model import relaxed_index
 from .plan import classify
 from .policy import Policy, is_node_bound_daemon
@@ -86,7 +85,7 @@ def high_node_utilization(index: ClusterIndex, policy: Policy | None = None,
         for pi in sorted((p for p in index.bound if p.node == n and p.key not in pinned), key=lambda p: p.key):
             if any(v <= 0 for v in room.values()):
                 break
-            pdbs = matching_pdbs(index, pi)
+            pdbs = index.pdbs_of(pi)
             if any(budget[i] <= 0 for i in pdbs):
                 continue
             for i in pdbs:

@@ -26,7 +26,6 @@ from kplace.models.index import ClusterIndex
 
 from ..cpsat.clock import SearchClock
 from ..framework.config import SchedulerConfig
-from ..plugins.defaultpreemption import matching_pdbs
 from .check import StateChecker, StateViolation, count_by_kind
 from .model import GOALS, Budget, RebalanceOptions, Target, solve
 from .policy import Policy, is_node_bound_daemon, move_cost, never_move_reason
@@ -124,7 +123,7 @@ def classify(index: ClusterIndex, policy: Policy, goal: str, before: list[StateV
     for pi in index.bound:
         reason = never_move_reason(policy, pi, classes)
         if reason is None:
-            zero = [i for i in matching_pdbs(index, pi) if allowed[i] <= 0]
+            zero = [i for i in index.pdbs_of(pi) if allowed[i] <= 0]
             if zero:
                 pdb = snap.pdbs[zero[0]].metadata
                 reason = f"PodDisruptionBudget {pdb.namespace}/{pdb.name} allows no disruption"

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from kplace.models.index import ClusterIndex
 
-from ..plugins.defaultpreemption import matching_pdbs
 from .check import StateChecker
 from .policy import Policy
 
@@ -52,7 +51,7 @@ def build_waves(index: ClusterIndex, checker: StateChecker, policy: Policy, step
     """Sequence `steps` from the state `start` ({pod: node}); `tolerated`: pods already violating before."""
     snap = index.snapshot
     allowed = [snap.pdb_disruptions_allowed(p) for p in snap.pdbs]
-    pdbs_of = {s.pod: matching_pdbs(index, index.pod_by_key[s.pod]) for s in steps if s.src is not None}
+    pdbs_of = {s.pod: index.pdbs_of(index.pod_by_key[s.pod]) for s in steps if s.src is not None}
     replicas: dict[tuple, int] = defaultdict(int)
     for pi in index.pods:
         o = owner_of(index, pi.key)

@@ -28,8 +28,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
-from kplace.models.index import ClusterIndex, PodInfo
-from kplace.models.selectors import Selector
+from kplace.models.index import PodInfo
 
 from ...framework.config import Profile
 from ...framework.plugin import STATE_DEPENDENT_PREFILTER, Code, CycleState
@@ -86,19 +85,6 @@ def start_time(p: PodInfo) -> datetime:
     if t is None:
         return NOT_STARTED
     return t if t.tzinfo else t.replace(tzinfo=UTC)
-
-
-def matching_pdbs(index: ClusterIndex, pod: PodInfo) -> list[int]:
-    """PDBs in the pod's namespace whose (non-empty) selector matches it."""
-    compiled = index.cache.get("DefaultPreemption.pdbs")
-    if compiled is None:  # (namespace, selector) per PDB; an empty selector matches nothing for PDB purposes
-        compiled = index.cache["DefaultPreemption.pdbs"] = [
-            (pdb.metadata.namespace, Selector(pdb.spec.selector))
-            if pdb.spec.selector is not None and (pdb.spec.selector.match_labels or pdb.spec.selector.match_expressions)
-            else None
-            for pdb in index.snapshot.pdbs
-        ]
-    return [i for i, c in enumerate(compiled) if c is not None and c[0] == pod.namespace and c[1].matches(pod.labels)]
 
 
 class _Fits:
@@ -237,7 +223,7 @@ def _split_by_pdb(handle: PreemptionHandle, pods: list[PodInfo]) -> tuple[list[P
     violating, ok = [], []
     for p in pods:
         bad = False
-        for i in matching_pdbs(handle.index, p):
+        for i in handle.index.pdbs_of(p):
             status = pdbs[i].status
             if status is not None and p.name in status.disrupted_pods:
                 continue

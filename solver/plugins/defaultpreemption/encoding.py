@@ -32,7 +32,6 @@ from kplace.models.index import ClusterIndex, PodInfo
 from ...framework.state import ClusterState
 from ..interpodaffinity.terms import ns_labels_of, pod_terms
 from ..podtopologyspread.spread import pod_constraints
-from . import matching_pdbs
 
 _VOLUME_KINDS = ("persistent_volume_claim", "gce_persistent_disk", "aws_elastic_block_store", "rbd", "iscsi", "csi",
                  "ephemeral")
@@ -99,7 +98,7 @@ def candidates(state: ClusterState, reps: list[PodInfo], profile_of: Callable) -
         out.node[v.idx] = int(state.pod_node[v.idx])
     snap = index.snapshot
     for v in out.pods:
-        for b in matching_pdbs(index, v):
+        for b in index.pdbs_of(v):
             out.pdbs.setdefault(b, []).append(v.idx)
     out.allowed = {b: max(0, snap.pdb_disruptions_allowed(snap.pdbs[b])) for b in out.pdbs}
     return out
