@@ -553,7 +553,8 @@ def verify(state, output, config_path, allow_pdb_violations):
     """
     from .measure import plan_measure
     from .output import write_data
-    from .verify import load_plan, render_violations, verify_plan
+    from .report import render_violations
+    from .verify import load_plan, verify_plan
 
     output, _ = output_choice(output)
     if len(state) < 2:

@@ -93,3 +93,23 @@ def render_plan(plan: Plan, limit: int = 50, wide: bool = False) -> None:
         console.print(t)
     for w in plan.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
+
+
+def render_violations(violations: list, limit: int = 100) -> None:
+    """The verifier's violations as a table, or the line saying the plan verified."""
+    from kplace.solver.output import console as make_console
+    from rich.table import Table
+
+    console = make_console()
+    if not violations:
+        console.print("plan verified: no violations")
+        return
+    t = Table(title=f"{len(violations)} violation(s)", title_justify="left")
+    for c in ("pod", "node", "rule"):
+        t.add_column(c, overflow="fold")
+    t.add_column("message", overflow="fold")
+    for v in violations[:limit]:
+        t.add_row(v.pod, v.node or "-", v.rule, v.message)
+    console.print(t)
+    if len(violations) > limit:
+        console.print(f"... {len(violations) - limit} more (-o json for all)")

@@ -1086,22 +1086,3 @@ def verify_plan(index: ClusterIndex, plan: Plan, allow_pdb_violations: bool = Fa
     """Every violation of the plan against the state (an empty list: the plan verifies); with
     `allow_pdb_violations` an eviction may take a PodDisruptionBudget below zero when the plan declares it."""
     return _Verifier(index, allow_pdb_violations).run(plan)
-
-
-def render_violations(violations: list[Violation], limit: int = 100) -> None:
-    from kplace.solver.output import console as make_console
-    from rich.table import Table
-
-    console = make_console()
-    if not violations:
-        console.print("plan verified: no violations")
-        return
-    t = Table(title=f"{len(violations)} violation(s)", title_justify="left")
-    for c in ("pod", "node", "rule"):
-        t.add_column(c, overflow="fold")
-    t.add_column("message", overflow="fold")
-    for v in violations[:limit]:
-        t.add_row(v.pod, v.node or "-", v.rule, v.message)
-    console.print(t)
-    if len(violations) > limit:
-        console.print(f"... {len(violations) - limit} more (-o json for all)")

@@ -13,6 +13,7 @@ back to the global one (0 = adaptive).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,10 +143,23 @@ def _check_name(name: str, registry: dict[str, type[Plugin]], where: str) -> Non
         raise ConfigError(f"{where}: unknown plugin {name!r}; valid plugins: {', '.join(sorted(known))}")
 
 
-def build_profile(raw: dict[str, Any], where: str) -> Profile:
-    from ..plugins import registry as get_registry
+_REGISTRY: list[Callable[[], dict[str, type[Plugin]]]] = []
 
-    registry = get_registry()
+
+def use_registry(provider: Callable[[], dict[str, type[Plugin]]]) -> None:
+    """Give the framework its plugin registry (name → class), as kube's scheduler hands one to its framework;
+    `kplace.solver.plugins` registers the in-tree plugins when it is imported."""
+    _REGISTRY[:] = [provider]
+
+
+def _registry() -> dict[str, type[Plugin]]:
+    if not _REGISTRY:
+        raise RuntimeError("no plugin registry: import kplace.solver.plugins (or call use_registry) first")
+    return _REGISTRY[0]()
+
+
+def build_profile(raw: dict[str, Any], where: str) -> Profile:
+    registry = _registry()
     name = raw.get("schedulerName") or DEFAULT_SCHEDULER
     plugins_raw = raw.get("plugins") or {}
     if not isinstance(plugins_raw, dict):
@@ -274,12 +288,17 @@ def load_config(path: str | None, embedded: dict | None = None, policy_path: str
         if path is not None:
             raise ConfigError(f"{policy_path}: a Policy file and a KubeSchedulerConfiguration ({path}) cannot be "
                               "used together; give one of them")
-        from .policy import parse_policy
-
         return parse_policy(_read_yaml(policy_path), policy_path)
     if path is None:
         return parse_config(embedded, "<state schedulerConfig>") if embedded else default_config()
     return parse_config(_read_yaml(path), path)
+
+
+def parse_policy(raw: Any, source: str = "<policy>") -> SchedulerConfig:
+    """A legacy `kind: Policy` mapping → its SchedulerConfig (`policy.translate_policy`, read as a --config)."""
+    from .policy import translate_policy
+
+    return parse_config(translate_policy(raw, source), source)
 
 
 def _read_yaml(path: str) -> Any:

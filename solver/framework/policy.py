@@ -1,9 +1,10 @@
-"""Legacy scheduler Policy files (`kind: Policy`, kube 1.16–1.23) translated to the equivalent profile.
+"""Legacy scheduler Policy files (`kind: Policy`, kube 1.16–1.23) translated to the equivalent
+KubeSchedulerConfiguration (a pure translation: `config.parse_policy` reads the result as any --config).
 
     predicates: [{name: PodFitsResources}, ...]          # absent: kube's default predicates; [] : none
     priorities: [{name: LeastRequestedPriority, weight: 1}, ...]   # absent: the default priorities
     hardPodAffinitySymmetricWeight: 1                    # InterPodAffinity's hardPodAffinityWeight
-    extenders: [...]                                     # kept on the SchedulerConfig, as --config's
+    extenders: [...]                                     # carried over, as --config's
     alwaysCheckAllPredicates: false                      # accepted; kplace always stops at the first failure
 
 The translation follows kube's legacy registry: each predicate enables its plugin at PreFilter and Filter,
@@ -22,8 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 from kplace.models.errors import ConfigError
-
-from .config import DEFAULT_SCHEDULER, SchedulerConfig, build_profile
 
 GENERAL = ["NodeResourcesFit", "NodeName", "NodePorts", "NodeAffinity"]
 PREDICATES: dict[str, list[str]] = {
@@ -120,9 +119,9 @@ def _fit_args(name: str, argument: Any, where: str) -> dict[str, Any]:
     return {"scoringStrategy": strategy}
 
 
-def parse_policy(raw: Any, source: str = "<policy>") -> SchedulerConfig:
-    """A legacy `kind: Policy` mapping (YAML or JSON, already parsed) → a SchedulerConfig with one
-    `default-scheduler` profile equivalent to it. Raises ConfigError with `source` in the message."""
+def translate_policy(raw: Any, source: str = "<policy>") -> dict[str, Any]:
+    """A legacy `kind: Policy` mapping (YAML or JSON, already parsed) → the KubeSchedulerConfiguration mapping
+    with one `default-scheduler` profile equivalent to it. Raises ConfigError with `source` in the message."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a Policy mapping")
     if raw.get("kind") != "Policy":
@@ -177,7 +176,7 @@ def parse_policy(raw: Any, source: str = "<policy>") -> SchedulerConfig:
         return {"enabled": [{"name": n, **({"weight": weights[n]} if weights else {})} for n in names]}
 
     profile = {
-        "schedulerName": DEFAULT_SCHEDULER,
+        "schedulerName": "default-scheduler",
         "plugins": {
             "multiPoint": {"disabled": [{"name": "*"}]},
             "queueSort": enable(["PrioritySort"]),
@@ -191,5 +190,5 @@ def parse_policy(raw: Any, source: str = "<policy>") -> SchedulerConfig:
         },
         "pluginConfig": [{"name": n, "args": a} for n, a in args.items()],
     }
-    prof = build_profile(profile, f"{source}: (translated Policy)")
-    return SchedulerConfig(profiles={prof.scheduler_name: prof}, extenders=extenders, source=source)
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "profiles": [profile], "extenders": extenders}

@@ -11,6 +11,7 @@ import pkgutil
 from functools import cache
 
 from ..framework import Plugin
+from ..framework.config import use_registry
 
 
 @cache
@@ -35,3 +36,6 @@ def encodings() -> dict[str, object]:
         if info.ispkg and importlib.util.find_spec(f"{__name__}.{info.name}.encoding") is not None:
             out.update(getattr(importlib.import_module(f"{__name__}.{info.name}.encoding"), "ENCODINGS", {}))
     return out
+
+
+use_registry(registry)

@@ -2,8 +2,7 @@ import json
 
 import pytest
 from kplace.models.errors import ConfigError
-from kplace.solver.framework.config import load_config
-from kplace.solver.framework.policy import parse_policy
+from kplace.solver.framework.config import load_config, parse_policy
 
 
 def names(profile, point):

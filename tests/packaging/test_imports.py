@@ -1,0 +1,77 @@
+"""Import contracts: the seams stay where they are. The models import nothing that decides; the verifier imports
+only the models (it shares no code with the engines or the encodings); the framework imports no plugin (the
+plugins register themselves with it, `framework.config.use_registry`). Imports inside functions count."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {"models": "kplace.models", "solver": "kplace.solver", "instances": "kplace.instances"}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT)
+    parts = [PACKAGES[rel.parts[0]], *rel.parts[1:]]
+    parts[-1] = parts[-1].removesuffix(".py")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Every module `source` imports (relative imports resolved against `module`), at any depth."""
+    out: set[str] = set()
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - node.level + 1]
+                target = ".".join([*anchor, node.module] if node.module else anchor)
+            else:
+                target = node.module or ""
+            out.add(target)
+            out.update(f"{target}.{a.name}" for a in node.names)  # `from pkg import submodule`
+    return out
+
+
+def _product_files(folder: str) -> list[Path]:
+    return [p for p in sorted((ROOT / folder).rglob("*.py")) if not p.name.startswith("test_")]
+
+
+def _violations(files: list[Path], forbidden) -> list[str]:
+    out = []
+    for path in files:
+        mod = _module_name(path)
+        for target in imports(path.read_text(encoding="utf-8"), mod, path.name == "__init__.py"):
+            if forbidden(target):
+                out.append(f"{path.relative_to(ROOT)} imports {target}")
+    return out
+
+
+CONTRACTS = {
+    "the models import nothing from the solver": (
+        _product_files("models"), lambda t: t.startswith("kplace.solver")),
+    "the verifier imports only the models": (
+        [ROOT / "solver" / "verify.py"], lambda t: t.startswith("kplace.") and not t.startswith("kplace.models")),
+    "the framework imports no plugin and no engine": (
+        [p for p in _product_files("solver/framework")],
+        lambda t: t.startswith(("kplace.solver.plugins", "kplace.solver.greedy", "kplace.solver.cpsat"))),
+}
+
+
+@pytest.mark.parametrize("contract", list(CONTRACTS))
+def test_the_import_contract_holds(contract):
+    files, forbidden = CONTRACTS[contract]
+    assert files
+    assert _violations(files, forbidden) == []
+
+
+def test_a_forbidden_import_inside_a_function_is_found(tmp_path):
+    source = "def f():\n    from ..plugins import registry\n    return registry\n"
+    found = imports(source, "kplace.solver.framework.config")
+    assert "kplace.solver.plugins" in found and "kplace.solver.plugins.registry" in found
+    assert CONTRACTS["the framework imports no plugin and no engine"][1]("kplace.solver.plugins")
