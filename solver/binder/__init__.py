@@ -42,7 +42,7 @@ CONFLICT, NOT_FOUND, REJECTED, REFUSED, FAILED, SKIPPED = (
     "conflict", "not-found", "rejected", "refused", "failed", "skipped")
 
 
-def _split(key: str) -> tuple[str, str]:
+def split_key(key: str) -> tuple[str, str]:
     ns, _, name = key.partition("/")
     return (ns, name) if name else ("default", ns)
 
@@ -70,13 +70,13 @@ def eviction_object(namespace: str, name: str, uid: str | None = None, *, dry_ru
     return body
 
 
-def _uid(index: ClusterIndex, key: str) -> str | None:
+def pod_uid(index: ClusterIndex, key: str) -> str | None:
     pi = index.pod_by_key.get(key)
     return pi.pod.metadata.uid if pi is not None else None
 
 
-def _claim_uid(index: ClusterIndex, key: str) -> str | None:
-    ns, name = _split(key)
+def claim_uid(index: ClusterIndex, key: str) -> str | None:
+    ns, name = split_key(key)
     pvc = next((c for c in index.snapshot.pvcs if c.metadata.namespace == ns and c.metadata.name == name), None)
     return pvc.metadata.uid if pvc is not None else None
 
@@ -91,7 +91,7 @@ def claim_ref(namespace: str, name: str, uid: str | None) -> dict[str, Any]:
 def volume_object(claim: str, what: str, node: str, uid: str | None) -> dict[str, Any]:
     """The partial object `kubectl apply -f` merges to bind `claim`: the PV with its claimRef, or (`what` is
     DYNAMIC) the claim annotated with the node to provision on."""
-    ns, name = _split(claim)
+    ns, name = split_key(claim)
     if what == DYNAMIC:
         return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                 "metadata": {"name": name, "namespace": ns, "annotations": {ANN_SELECTED_NODE: node}}}
@@ -123,14 +123,14 @@ def manifest_objects(plan: Plan, index: ClusterIndex) -> list[dict[str, Any]]:
     """The plan as Kubernetes objects, in commit order."""
     out = []
     for step, item in commit_order(plan):
-        ns, name = _split(item[0].pod if step == "volume" else item.pod)
+        ns, name = split_key(item[0].pod if step == "volume" else item.pod)
         if step == "evict":
-            out.append(eviction_object(ns, name, _uid(index, item.pod)))
+            out.append(eviction_object(ns, name, pod_uid(index, item.pod)))
         elif step == "volume":
             p, claim, what = item
-            out.append(volume_object(claim, what, p.node, _claim_uid(index, claim)))
+            out.append(volume_object(claim, what, p.node, claim_uid(index, claim)))
         else:
-            out.append(binding_object(ns, name, _uid(index, item.pod), item.node))
+            out.append(binding_object(ns, name, pod_uid(index, item.pod), item.node))
     return out
 
 
@@ -365,7 +365,7 @@ def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, 
                 retry: RetryPolicy, sleep: Callable[[float], None], timeout: float) -> Outcome:
     """VolumeBinding's PreBind for one claim: claimRef on the PV (or the selected-node annotation on the claim),
     then wait until the claim is Bound (not in a dry run: the patch is only validated there)."""
-    ns, name = _split(claim)
+    ns, name = split_key(claim)
     dry = "All" if dry_run else None
     t0 = time.perf_counter()
     extra = {"claim": claim, "volume": what}
@@ -408,7 +408,7 @@ def bind_volume(core, p: Placement, claim: str, what: str, index: ClusterIndex, 
         if f is not None:
             return done(_failure(f), f.code, f.message)
         ref = (pv.get("spec") or {}).get("claimRef") or {}
-        uid = (pvc.get("metadata") or {}).get("uid") or _claim_uid(index, claim)
+        uid = (pvc.get("metadata") or {}).get("uid") or claim_uid(index, claim)
         if ref and (ref.get("namespace"), ref.get("name")) != (ns, name):
             return done(CONFLICT, 409, f"PersistentVolume {what} is bound to claim {ref.get('namespace')}/"
                                        f"{ref.get('name')}")
@@ -490,8 +490,8 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
     bindings = [p for s, p in steps if s == "bind"]
 
     def evict(e: Eviction) -> Outcome:
-        ns, name = _split(e.pod)
-        body = eviction_object(ns, name, _uid(index, e.pod), dry_run=dry_run)
+        ns, name = split_key(e.pod)
+        body = eviction_object(ns, name, pod_uid(index, e.pod), dry_run=dry_run)
         t0 = time.perf_counter()
         code, f, n = _call_with_retries(
             lambda: core.create_namespaced_pod_eviction(name, ns, body, dry_run=dry, _preload_content=False,
@@ -520,9 +520,9 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
         return [*done, bind(p)]
 
     def bind(p) -> Outcome:
-        ns, name = _split(p.pod)
+        ns, name = split_key(p.pod)
         t0 = time.perf_counter()
-        result, code, msg, n = post_binding(core, ns, name, _uid(index, p.pod), p.node, retry, sleep, dry)
+        result, code, msg, n = post_binding(core, ns, name, pod_uid(index, p.pod), p.node, retry, sleep, dry)
         return Outcome("bind", p.pod, p.node, result, code, msg, n, time.perf_counter() - t0)
 
     workers = max(1, concurrency)
@@ -536,7 +536,7 @@ def commit_api(plan: Plan, index: ClusterIndex, client, *, dry_run: bool = False
             if o.result not in (EVICTED, GONE):
                 blocked.setdefault(o.extra["preemptor"], f"eviction of {o.pod} {o.result}: {o.message}".strip())
             elif o.result == EVICTED and not dry_run:
-                victims.setdefault(o.extra["preemptor"], []).append((*_split(o.pod), _uid(index, o.pod)))
+                victims.setdefault(o.extra["preemptor"], []).append((*split_key(o.pod), pod_uid(index, o.pod)))
         for preemptor, gone in victims.items():
             if preemptor not in blocked:
                 why = _wait_gone(core, gone, victim_timeout, sleep)

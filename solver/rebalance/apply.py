@@ -20,7 +20,7 @@ from typing import Any
 
 from kplace.models.index import ClusterIndex
 
-from ..binder import BOUND, RetryPolicy, _split, _uid, eviction_object, post_binding
+from ..binder import BOUND, RetryPolicy, eviction_object, pod_uid, post_binding, split_key
 from ..binder.kube import api as kube_api
 from ..binder.kube import new_client
 
@@ -57,15 +57,15 @@ def _apply(plan: dict[str, Any], index: ClusterIndex, api, timeout: float, sched
     for w in range(1, waves + 1):
         moves = [m for m in plan["moves"] if m["wave"] == w]
         places = [p for p in plan["placements"] if p.get("wave") == w and p["node"]]
-        namespaces = sorted({_split(m["pod"])[0] for m in moves} | {_split(p["pod"])[0] for p in places})
+        namespaces = sorted({split_key(m["pod"])[0] for m in moves} | {split_key(p["pod"])[0] for p in places})
         try:
             before = {ns: {p.metadata.name for p in api.list_namespaced_pod(ns).items} for ns in namespaces}
         except ApiException as exc:
             return stop(f"wave {w}: listing pods failed: HTTP {exc.status} {exc.reason}")
         want: dict[str, list[str]] = defaultdict(list)  # owner → planned nodes of its replacements
         for m in moves:
-            ns, name = _split(m["pod"])
-            body = eviction_object(ns, name, _uid(index, m["pod"]))
+            ns, name = split_key(m["pod"])
+            body = eviction_object(ns, name, pod_uid(index, m["pod"]))
             try:
                 api.create_namespaced_pod_eviction(name, ns, body)
             except ApiException as exc:
@@ -80,7 +80,7 @@ def _apply(plan: dict[str, Any], index: ClusterIndex, api, timeout: float, sched
                 return stop(f"wave {w}: {m['pod']} has no controller, so nothing will replace it")
             want[f"{ns}|{owner}"].append(m["to"])
         for p in list(places):
-            ns, name = _split(p["pod"])
+            ns, name = split_key(p["pod"])
             pi = index.pod_by_key.get(p["pod"])
             if pi is None or (pi.spec.scheduler_name or "default-scheduler") != scheduler_name:
                 events.append({"wave": w, "action": "left to its scheduler", "pod": p["pod"], "node": p["node"]})
@@ -129,7 +129,7 @@ def _apply(plan: dict[str, Any], index: ClusterIndex, api, timeout: float, sched
                         events.append({"wave": w, "action": "replacement elsewhere", "pod": full,
                                        "node": p.spec.node_name})
             for p in places:
-                ns, name = _split(p["pod"])
+                ns, name = split_key(p["pod"])
                 mine = next((q for q in current[ns] if q.metadata.name == name), None)
                 if mine is None or mine.status.phase != "Running":
                     done = False
