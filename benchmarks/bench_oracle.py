@@ -57,16 +57,19 @@ def run(label: str, workload: str, nodes: int, pods: int, params: dict, reps: in
         for _ in range(reps):
             cycles = run_oracle([str(path)], binary=None, extra=["--parallelism", "0", "--no-record"])
             kube.append(sum(c["schedule_seconds"] for c in cycles))
-            kube_placed.add(sum(1 for c in cycles if c["node"] or c["nominated"]))
+            last = {c["pod"]: c for c in cycles}  # a pod retried after preemption has several cycles
+            kube_placed.add(sum(1 for c in last.values() if c["node"]))
             plan = GreedyScheduler(index, config).run()
             mine.append(plan.seconds)
             mine_placed.add(sum(1 for p in plan.placements if p.node is not None))
-    assert len(kube_placed) == len(mine_placed) == 1, f"{label}: pods placed vary between repetitions"
+    # kube's preemption starts its candidate walk at a random offset (and 16 workers race), so what it places may vary
+    assert len(mine_placed) == 1, f"{label}: kplace's pods placed vary between repetitions"
     pending = len(index.pending)
     k, m = statistics.median(kube), statistics.median(mine)
     return {"label": label, "workload": workload, "nodes": nodes, "pending": pending, "reps": reps,
             "kube_seconds": kube, "kplace_seconds": mine, "kube_pods_per_s": pending / k,
-            "kplace_pods_per_s": pending / m, "ratio": k / m, "kube_placed": kube_placed.pop(),
+            "kplace_pods_per_s": pending / m, "ratio": k / m,
+            "kube_placed": "–".join(f"{n:,}" for n in sorted({min(kube_placed), max(kube_placed)})),
             "kplace_placed": mine_placed.pop()}
 
 
@@ -76,7 +79,7 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         out.append(f"| {r['label']} (`{r['workload']}`) | {r['nodes']:,} | {r['pending']:,} | "
                    f"{r['kube_pods_per_s']:,.0f} | {r['kplace_pods_per_s']:,.0f} | {r['ratio']:.2f}× | "
-                   f"{r['kube_placed']:,} / {r['kplace_placed']:,} |")
+                   f"{r['kube_placed']} / {r['kplace_placed']:,} |")
     return "\n".join(out)
 
 
@@ -88,9 +91,11 @@ def write_docs(rows: list[dict], seconds: float, version: str) -> None:
         "the same run; kube's time is its scheduling cycles' wall times (`ScheduleOne`, 16 filter workers, no "
         "recording, setup and asynchronous binding excluded), kplace's the greedy engine's run (loading "
         "excluded). "
-        + ("Both place as many pods on every row (the differential tests check the nodes, pod by pod)."
-           if all(r["kube_placed"] == r["kplace_placed"] for r in rows)
-           else "The last column shows where the two place different numbers of pods."),
+        + ("Both place as many pods on every row (the differential tests check the nodes, pod by pod, with one "
+           "filter worker and kube's candidate walk from offset 0)."
+           if all(r["kube_placed"] == f"{r['kplace_placed']:,}" for r in rows)
+           else "The last column shows where the two place different numbers of pods: with 16 workers and its "
+                "random candidate offset, kube's preemption varies between runs (a range), kplace's does not."),
         "", table(rows), END])
     replace_section(DOC, BEGIN, END, body, "## Greedy engine against the real kube-scheduler (issue 19)")
 
