@@ -70,6 +70,7 @@ def _corner_jobs(tmp: Path, seeds: range, config: Path | None) -> list[tuple[lis
     return jobs
 
 
+@pytest.mark.slow
 def test_the_greedy_engine_agrees_with_kube_scheduler_on_every_generated_corner_state(oracle, tally, tmp_path):
     for start in range(0, STATES, 250):  # in batches, so the files do not pile up
         batch = tmp_path / f"b{start}"

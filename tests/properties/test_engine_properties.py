@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from kplace.models.index import ClusterIndex
@@ -138,6 +139,7 @@ def test_every_greedy_plan_verifies(objs):
     _assert_verifies(index, schedule_greedy(index))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(states())
 def test_every_cpsat_plan_verifies(objs):
@@ -145,6 +147,7 @@ def test_every_cpsat_plan_verifies(objs):
     _assert_verifies(index, _cpsat(index))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(states())
 def test_cpsat_never_does_worse_than_greedy_on_pods_placed_less_pods_evicted_lexicographically_by_priority(objs):
@@ -160,6 +163,7 @@ def _disruption(plans: tuple[Plan, ...]) -> list[list[int]]:
                                                           for lvl in levels)] for p in plans]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(states())
 def test_cpsat_never_disrupts_more_than_greedy_when_it_places_the_same_pods(objs):

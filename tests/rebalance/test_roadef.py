@@ -223,6 +223,7 @@ def test_lns_improves_a1_1_and_stays_feasible(tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))  # written atomically, no temporary file left behind
 
 
+@pytest.mark.slow
 @needs_data
 def test_lns_is_deterministic_for_a_seed():
     inst = read_instance(DATA / "model_a1_2.txt")
@@ -445,6 +446,7 @@ def test_annealing_stays_feasible_and_returns_its_exact_best():
     assert _exact(inst, a0, best_a) == (best, []) and best < start
 
 
+@pytest.mark.slow
 @needs_data
 def test_search_alternates_annealing_and_cp_sat_phases_and_stays_feasible():
     inst = read_instance(DATA / "model_a2_1.txt")
@@ -516,6 +518,7 @@ def test_big_process_rearrangements_improve_a2_2_beyond_its_descent_optimum_exac
     assert search.obj < local and _exact(inst, a0, search.a) == (search.obj, [])
 
 
+@pytest.mark.slow
 def test_with_transient_resources_the_search_opens_with_soft_annealing_and_cp_sat_rounds_in_turn(tiny):
     import time
 
@@ -533,6 +536,7 @@ def test_with_transient_resources_the_search_opens_with_soft_annealing_and_cp_sa
     assert plain.prelude == 0 and "soft" not in plain.kinds
 
 
+@pytest.mark.slow
 @needs_data
 def test_rearrangements_run_alone_until_a_phase_of_them_gains_less_than_the_threshold():
     import time
@@ -559,6 +563,7 @@ def test_rearrangements_run_alone_until_a_phase_of_them_gains_less_than_the_thre
     assert _exact(inst, a0, search.a) == (search.obj, [])
 
 
+@pytest.mark.slow
 @needs_data
 def test_two_cooperating_searches_are_feasible_better_and_deterministic_for_a_seed():
     inst = read_instance(DATA / "model_a1_2.txt")
