@@ -109,6 +109,15 @@ def _priority_class(name: str, value: int, description: str) -> Obj:
             "value": value, "description": description}
 
 
+def _pdb(app: str, namespace: str, size: int, budget: int) -> Obj:
+    """A PDB named after `app` selecting its `size` running pods with maxUnavailable `budget`, its status as the
+    disruption controller writes it (kube-scheduler reads the status, not the spec)."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": app, "namespace": namespace},
+            "spec": {"selector": _selector({"app": app}), "maxUnavailable": budget},
+            "status": {"currentHealthy": size, "desiredHealthy": max(0, size - budget), "expectedPods": size,
+                       "disruptionsAllowed": min(size, budget)}}
+
+
 def _as_list(items: list[Obj], annotations: dict[str, str]) -> Obj:
     return {"apiVersion": "v1", "kind": "List",
             "metadata": {"resourceVersion": "", "annotations": dict(annotations)}, "items": items}
@@ -597,13 +606,8 @@ def _preemption_pdb(nodes: int | None, pods: int | None, seed: int, params: dict
                               created=t, labels={"tier": "low", "app": app}, node=name,
                               extra_spec={"priorityClassName": "low-priority", "priority": 100}))
             used, low, t = used + cpu, low + 1, t + 1
-    for k in range((low + 9) // 10):  # status as the disruption controller writes it (kube-scheduler reads it)
-        app, size = f"batch-{k:03d}", min(10, low - 10 * k)
-        items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                      "metadata": {"name": app, "namespace": "prio"},
-                      "spec": {"selector": _selector({"app": app}), "maxUnavailable": p["budget"]},
-                      "status": {"currentHealthy": size, "desiredHealthy": max(0, size - p["budget"]),
-                                 "expectedPods": size, "disruptionsAllowed": min(size, p["budget"])}})
+    for k in range((low + 9) // 10):
+        items.append(_pdb(f"batch-{k:03d}", "prio", min(10, low - 10 * k), p["budget"]))
     demand = n_nodes * 8000 * p["demand"] // 100
     made, total = 0, 0
     while (pods is None and total < demand) or (pods is not None and made < pods):
@@ -644,13 +648,8 @@ def _fragmented_moves(nodes: int | None, pods: int | None, seed: int, params: di
         items.append(_pod(f"replica-{i:05d}", "frag", {"cpu": "1", "memory": "1Gi"}, created=t + 1, node=name,
                           labels={"app": app}, extra_spec={"priorityClassName": low[0], "priority": low[1]}))
         t += 2
-    for k in range((n_nodes + 4) // 5):  # status as the disruption controller writes it
-        app, size = f"svc-{k:03d}", min(5, n_nodes - 5 * k)
-        items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                      "metadata": {"name": app, "namespace": "frag"},
-                      "spec": {"selector": _selector({"app": app}), "maxUnavailable": p["budget"]},
-                      "status": {"currentHealthy": size, "desiredHealthy": max(0, size - p["budget"]),
-                                 "expectedPods": size, "disruptionsAllowed": min(size, p["budget"])}})
+    for k in range((n_nodes + 4) // 5):
+        items.append(_pdb(f"svc-{k:03d}", "frag", min(5, n_nodes - 5 * k), p["budget"]))
     cls, value = ("medium-priority", 1000) if p["preempt"] else low
     for k in range(n_pending):
         items.append(_pod(f"job-{k:05d}", "frag", {"cpu": "4", "memory": "4Gi"}, created=t, labels={"app": "job"},

@@ -98,6 +98,11 @@ def _want(cond: bool, path: str, where: str, what: str) -> None:
         raise InputError(what, source=path, field=where)
 
 
+def _strings(obj: dict, names: tuple[str, ...], src: str, at: str) -> None:
+    for name in names:
+        _want(isinstance(obj.get(name), str) and obj[name] != "", src, f"{at}.{name}", "must be a non-empty string")
+
+
 def load_plan(path: str | Path) -> Plan:
     """Read the JSON `kplace schedule --output json` writes. Bad files raise InputError naming file and field."""
     src = str(path)
@@ -137,8 +142,7 @@ def load_plan(path: str | Path) -> Plan:
     for i, e in enumerate(raw):
         at = f"evictions[{i}]"
         _want(isinstance(e, dict), src, at, "must be an object with `pod`, `node` and `preemptor`")
-        for name in ("pod", "node", "preemptor"):
-            _want(isinstance(e.get(name), str) and e[name] != "", src, f"{at}.{name}", "must be a non-empty string")
+        _strings(e, ("pod", "node", "preemptor"), src, at)
         prio = e.get("priority", 0)
         _want(isinstance(prio, int) and not isinstance(prio, bool), src, f"{at}.priority", "must be an integer")
         pdb = e.get("pdb_violation", False)
@@ -149,8 +153,7 @@ def load_plan(path: str | Path) -> Plan:
     for i, m in enumerate(raw):
         at = f"moves[{i}]"
         _want(isinstance(m, dict), src, at, "must be an object with `pod`, `from`, `to` and `wave`")
-        for name in ("pod", "from", "to"):
-            _want(isinstance(m.get(name), str) and m[name] != "", src, f"{at}.{name}", "must be a non-empty string")
+        _strings(m, ("pod", "from", "to"), src, at)
         wave = m.get("wave", 1)
         _want(isinstance(wave, int) and not isinstance(wave, bool) and wave >= 1, src, f"{at}.wave",
               "must be an integer ≥ 1")
