@@ -62,20 +62,20 @@ def _after_moves(index: ClusterIndex, moved: dict[str, str], placed: dict[str, s
     return ClusterIndex(dataclasses.replace(index.snapshot, pods=pods))
 
 
-def with_moves(index: ClusterIndex, config: SchedulerConfig, plan: Plan, opts: CpsatOptions, max_moves: int,
-               policy=None) -> Plan:
+def with_moves(index: ClusterIndex, config: SchedulerConfig, plan: Plan, opts: CpsatOptions, max_moves: int
+               ) -> Plan:
     """`plan` (CP-SAT's without moves), or the better plan that moves at most `max_moves` running pods first.
     The moves' search has `opts.time_limit` seconds of its own: half for the admit model, half for step 2."""
     if max_moves <= 0 or (all(p.node is not None for p in plan.placements) and not plan.evictions):
         return plan
-    from ..rebalance import RebalanceOptions, load_policy, plan_rebalance
+    from ..rebalance import Policy, RebalanceOptions, plan_rebalance
 
     gang_members = {k for g in index.gangs for k in g.members}
     wanted = frozenset(p.pod for p in plan.placements if p.pod not in gang_members)
     if not wanted:
         return plan
     half = max(0.5, opts.time_limit / 2)
-    admit = plan_rebalance(index, config, policy or load_policy(None), RebalanceOptions(
+    admit = plan_rebalance(index, config, Policy(), RebalanceOptions(
         goal="admit", max_moves=max_moves, time_limit=half, workers=opts.workers, seed=opts.seed,
         deterministic=opts.deterministic, only_pending=wanted))
     if not admit["moves"]:
