@@ -107,17 +107,13 @@ def _explain(index: ClusterIndex, config: SchedulerConfig, profile, state: Clust
     return result
 
 
-def _victim(v, violating: bool) -> dict[str, Any]:
-    return {"pod": v.key, "priority": v.priority, "pdb_violation": violating}
-
-
 def _preemption(index: ClusterIndex, attempt) -> dict[str, Any]:
     """kube's preemption for the pod: the node it nominates, its victims, and every candidate its walk
     considered with kube's criteria (smaller is better, in order), best first."""
     ranked = sorted(attempt.candidates, key=lambda c: c.key())
     return {
         "node": index.node_names[attempt.node],
-        "victims": [_victim(v, bad) for v, bad in attempt.evictions],
+        "victims": [{"pod": v.key, "priority": v.priority, "pdb_violation": bad} for v, bad in attempt.evictions],
         "candidates": [{"node": index.node_names[c.node], "chosen": c.node == attempt.node,
                         "pdb_violations": len(c.violating), "highest_priority": max(v.priority for v in c.victims),
                         "priority_sum": sum(v.priority for v in c.victims), "victims": len(c.victims),

@@ -946,11 +946,12 @@ class _Verifier:
         the last wave."""
         out: list[Violation] = []
         valid: list[Move] = []
+        seen: set[str] = set()
         for m in moves:
             pi = infos.get(m.pod)
             if pi is None or pi.pending or pi.node < 0 or pi.pod.spec.node_name != m.from_node:
                 out.append(Violation(m.pod, m.from_node, "Move", f"the pod is not running on {m.from_node}"))
-            elif any(v.pod == m.pod for v in valid):
+            elif m.pod in seen:
                 out.append(Violation(m.pod, m.from_node, "Move", "the pod is moved more than once"))
             elif not any(o.controller for o in pi.pod.metadata.owner_references):
                 out.append(Violation(m.pod, m.from_node, "Move", "the pod has no controller to recreate it"))
@@ -958,6 +959,7 @@ class _Verifier:
                 out.append(Violation(m.pod, m.to, "UnknownNode", f"no node {m.to!r} in the state"))
             else:
                 valid.append(m)
+                seen.add(m.pod)
         if not valid:
             return out
         snap = self.index.snapshot
@@ -969,7 +971,7 @@ class _Verifier:
             wave = [m for m in valid if m.wave == w]
             for i, pdb in enumerate(snap.pdbs):
                 hit = [m for m in wave if _pdb_selects(pdb, get(m.pod))]
-                for m in hit[allowed[i]:] if allowed[i] < len(hit) else []:
+                for m in hit[max(0, allowed[i]):]:
                     out.append(Violation(m.pod, m.from_node, "PodDisruptionBudget",
                                          f"wave {w} moves {len(hit)} pods of PodDisruptionBudget "
                                          f"{pdb.metadata.namespace}/{pdb.metadata.name}, which allows "

@@ -44,6 +44,7 @@ from ..measure import measure
 from ..plugins import encodings
 from ..plugins.defaultpreemption.encoding import Victims, candidates, freed_on, may_preempt, violating
 from ..plugins.defaultpreemption.encoding import post as post_victims
+from ..plugins.gangscheduling import gang_figures
 from .builder import post_constraints
 from .clock import SearchClock
 from .domains import GroupDomain, group_domain
@@ -434,8 +435,8 @@ class CpsatScheduler:
         cp_dis, fb_dis = _disruptions(
             (evicted, violating(victims, [v.idx for v in evicted]) if victims else set()),
             (fb_victims, {v.idx for a in fallback.values() for v, bad in a.evictions if bad}))
-        cp_gangs = self._gang_key(cpsat_nodes)
-        fb_gangs = self._gang_key({i: a.node for i, a in fallback.items()})
+        cp_gangs = gang_figures(self.index, self.state.pod_node, cpsat_nodes)
+        fb_gangs = gang_figures(self.index, self.state.pod_node, {i: a.node for i, a in fallback.items()})
         if solved.ok and cp_vec == fb_vec and cp_gangs[0] < fb_gangs[0]:
             solved.ok = False  # CP-SAT runs fewer gangs for no more pods: greedy's plan stands
         if solved.ok and cp_vec == fb_vec and cp_gangs[0] == fb_gangs[0] and cp_dis > fb_dis:
@@ -483,24 +484,6 @@ class CpsatScheduler:
         if measures:
             window["measure"] = measures
         return window, placements, evictions
-
-    def _gang_key(self, nodes: dict[int, int | None]) -> tuple[int, int]:
-        """(gangs that run, − the preferred-topology domains they use) with the window's pods on `nodes` (pod idx →
-        node or None; running members where they run): the objective's gangs and gang-domains stages."""
-        index = self.index
-        running, spread = 0, 0
-        for gang in index.gangs:
-            members = [index.pod_by_key[k] for k in gang.members if k in index.pod_by_key]
-            on = [nodes[p.idx] for p in members if nodes.get(p.idx) is not None]
-            if not on:
-                continue
-            running += 1
-            if gang.preferred_key is not None:
-                ids = index.label_column(gang.preferred_key)[0]
-                on += [int(self.state.pod_node[p.idx]) for p in members
-                       if p.idx not in nodes and self.state.pod_node[p.idx] >= 0]
-                spread += len({("v", int(ids[n])) if ids[n] >= 0 else ("node", n) for n in on})
-        return running, -spread
 
     def _victims(self, groups: list[PodGroup], base: _Baselines) -> Victims | None:
         """The candidate victims (`defaultpreemption.encoding`) when the window may need them: the default

@@ -152,7 +152,8 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     tolerated = {v.pod for v in before_v}
     pinned = classify(index, policy, opts.goal, before_v)
     if opts.only_pending is not None:
-        unknown = sorted(k for k in opts.only_pending if k not in {pi.key for pi in index.pending})
+        pending_keys = {pi.key for pi in index.pending}
+        unknown = sorted(opts.only_pending - pending_keys)
         if unknown:
             raise InputError(f"not a pending pod in the state: {', '.join(unknown)}", field="--pods")
     pending = []

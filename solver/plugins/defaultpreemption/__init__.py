@@ -242,50 +242,48 @@ def select_victims(handle: PreemptionHandle, profile: Profile, pod: PodInfo, nod
     lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
     if not lower:
         return None, [NO_VICTIMS]
-    nominated = handle.nominated_on(pod, node)
-    room = fits.room(node, lower, nominated)
+    room = fits.room(node, lower, handle.nominated_on(pod, node))
+    by_room = fits.by_room(node)  # the filters' verdict is the room's: no dry run on the state
     if not room.fits():
         # the requests cannot fit even with every lower-priority pod gone: kube reports the filters' reasons
         if not handle.explain:
             return None, [NO_VICTIMS]
-        return None, room.reasons() if fits.by_room(node) else fits.without(node, lower)
+        return None, room.reasons() if by_room else fits.without(node, lower)
     lower.sort(key=lambda p: (-p.priority, start_time(p)))
     violating, ok = _split_by_pdb(handle, lower)
-    victims: list[PodInfo] = []
-    violating_ids: set[int] = set()
-    if fits.by_room(node):  # the filters' verdict is the room's: no dry run on the state
-        for group, is_violating in ((violating, True), (ok, False)):
-            for p in group:
-                if room.fits_with(p):
-                    room.take(p)
-                    continue
-                victims.append(p)
-                if is_violating:
-                    violating_ids.add(p.idx)
-        return Candidate(node, victims, violating_ids), []
-    fits.start(node)
-    for p in lower:
-        fits.remove(p, node)
+
+    def reprieved(p: PodInfo) -> bool:
+        """Put p back if the pod still fits: if the room no longer does, NodeResourcesFit rejects for sure;
+        otherwise the room decides, or the filters do in the dry run."""
+        if not room.fits_with(p):
+            return False
+        if not by_room:
+            fits.add(p, node)
+            if fits(node):
+                fits.remove(p, node)
+                return False
+        room.take(p)
+        return True
+
+    if not by_room:
+        fits.start(node)
+        for p in lower:
+            fits.remove(p, node)
     try:
-        reasons = fits(node)
+        reasons = [] if by_room else fits(node)
         if reasons:
             return None, reasons
+        victims: list[PodInfo] = []
+        violating_ids: set[int] = set()
         for group, is_violating in ((violating, True), (ok, False)):
             for p in group:
-                # Adding p back: if the room no longer fits, NodeResourcesFit rejects for sure, so p is a victim
-                # without running the filters; otherwise the filters decide.
-                if room.fits_with(p):
-                    fits.add(p, node)
-                    if not fits(node):
-                        room.take(p)
-                        continue
-                    fits.remove(p, node)
-                victims.append(p)
-                if is_violating:
-                    violating_ids.add(p.idx)
+                if not reprieved(p):
+                    victims.append(p)
+                    if is_violating:
+                        violating_ids.add(p.idx)
         return Candidate(node, victims, violating_ids), []
     finally:
-        for p in lower:
+        for p in lower:  # the dry run's state restored (the room's run never changed it)
             if state.pod_node[p.idx] < 0:
                 state.assume(p, node)
 

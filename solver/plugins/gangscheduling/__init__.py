@@ -73,3 +73,27 @@ def incomplete(index: ClusterIndex, placed: dict[int, int]) -> dict[int, str]:
 
 def _domains(index: ClusterIndex, key: str, nodes: Iterable[int]) -> set[str | None]:
     return {index.node_labels[n].get(key) for n in nodes}
+
+
+def preferred_domain(ids: np.ndarray, node: int) -> tuple:
+    """A node's domain of a gang's preferred topology key (`ids`: the key's label column): its value, or the node
+    itself when it lacks the key."""
+    return ("v", int(ids[node])) if ids[node] >= 0 else ("node", node)
+
+
+def gang_figures(index: ClusterIndex, pod_node: np.ndarray, nodes: dict[int, int | None]) -> tuple[int, int]:
+    """(gangs that run, − the preferred-topology domains they use) with some pods on `nodes` (pod idx → node or
+    None) and the others where `pod_node` has them: what the CP-SAT objective's gangs and gang-domains stages
+    count, for any plan."""
+    running, spread = 0, 0
+    for gang in index.gangs:
+        members = [index.pod_by_key[k] for k in gang.members if k in index.pod_by_key]
+        on = [nodes[p.idx] for p in members if nodes.get(p.idx) is not None]
+        if not on:
+            continue
+        running += 1
+        if gang.preferred_key is not None:
+            ids = index.label_column(gang.preferred_key)[0]
+            on += [int(pod_node[p.idx]) for p in members if p.idx not in nodes and pod_node[p.idx] >= 0]
+            spread += len({preferred_domain(ids, n) for n in on})
+    return running, -spread

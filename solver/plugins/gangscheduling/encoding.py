@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 
 from ...framework.encoding import ConstraintContext, PluginEncoding
+from . import preferred_domain
 
 
 def _gangs(match) -> dict[int, list]:
@@ -76,21 +77,20 @@ def _prefer_one_domain(v, k: int, key: str, groups) -> None:
     """u_{G,d} ≥ [some pod of G on a node of domain d], d the node's value of `key` (or the node itself without
     it); the u's are the gang-domains stage's terms."""
     ids = v.state.index.label_column(key)[0]
-
-    def domain(n: int) -> tuple:
-        return ("v", int(ids[n])) if ids[n] >= 0 else ("node", n)
-
-    doms = sorted({domain(n) for g in groups for n in v.y[g.gid]})
-    u = {d: v.model.new_bool_var(f"gang_{k}_prefers_{d[0]}{d[1]}") for d in doms}
+    gids = [g.gid for g in groups]
+    members: dict[tuple, set[int]] = {}
+    for g in groups:
+        for n in v.y[g.gid]:
+            members.setdefault(preferred_domain(ids, n), set()).add(n)
+    u = {d: v.model.new_bool_var(f"gang_{k}_prefers_{d[0]}{d[1]}") for d in sorted(members)}
     for g in groups:
         for n, y in v.y[g.gid].items():
-            v.model.add(y <= v.ub[g.gid][n] * u[domain(n)])
+            v.model.add(y <= v.ub[g.gid][n] * u[preferred_domain(ids, n)])
     for d, lit in u.items():
-        v.aux_hints.append((lit, lambda c, d=d, gids=[g.gid for g in groups]: int(any(
-            cnt and domain(n) == d for gid in gids for n, cnt in c.get(gid, {}).items()))))
-    gids = [g.gid for g in groups]
-    for d, lit in u.items():
-        v.gang_domains.append((lit, frozenset(n for g in groups for n in v.y[g.gid] if domain(n) == d), gids))
+        nodes = frozenset(members[d])
+        v.aux_hints.append((lit, lambda c, nodes=nodes: int(any(
+            cnt and n in nodes for gid in gids for n, cnt in c.get(gid, {}).items()))))
+        v.gang_domains.append((lit, nodes, gids))
 
 
 ENCODINGS = {"GangScheduling": PluginEncoding(ties=ties, constrain=constrain)}

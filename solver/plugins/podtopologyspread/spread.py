@@ -222,25 +222,24 @@ def matching_per_node(state: ClusterState, pod: PodInfo, c: Constraint) -> np.nd
 class FilterConstraint:
     constraint: Constraint
     counts: np.ndarray  # per value id: matching pods on eligible nodes
-    min_match: int  # globalMin, or 0 with fewer domains than minDomains
     self_match: int
     eligible: np.ndarray  # per node: its pods count (all constraints' keys present, inclusion policies pass)
     present: np.ndarray  # per value id: some eligible node has it (a domain)
 
+    @property
+    def min_match(self) -> int:
+        """globalMin: the least count over the domains, or 0 with fewer domains than minDomains (exact after
+        `update` too: the dry runs change one node at a time, where kube's two critical paths are exact)."""
+        n_domains = int(self.present.sum())
+        if n_domains < self.constraint.min_domains:
+            return 0
+        return int(self.counts[self.present].min()) if n_domains else MAX_INT32
+
     def update(self, other: PodInfo, node: int, node_ids: np.ndarray, delta: int) -> None:
         """kube's updateWithPod for one constraint: a pod of the namespace whose labels match the selector, on an
-        eligible node, changes its domain's count by delta; globalMin follows (exact: the dry runs change one
-        node at a time, where kube's two critical paths are exact too)."""
-        if not self.eligible[node] or not self.constraint.selector.matches(other.labels):
-            return
-        self.counts[node_ids[node]] += delta
-        self._set_min()
-
-    def _set_min(self) -> None:
-        n_domains = int(self.present.sum())
-        self.min_match = int(self.counts[self.present].min()) if n_domains else MAX_INT32
-        if n_domains < self.constraint.min_domains:
-            self.min_match = 0
+        eligible node, changes its domain's count by delta."""
+        if self.eligible[node] and self.constraint.selector.matches(other.labels):
+            self.counts[node_ids[node]] += delta
 
 
 class FilterConstraints(list):
@@ -269,9 +268,8 @@ def filter_state(state: ClusterState, pod: PodInfo, constraints: list[Constraint
         dom_ids = ids[eligible]
         present = np.bincount(dom_ids, minlength=len(values)) > 0
         counts = np.bincount(dom_ids, weights=matching_per_node(state, pod, c)[eligible], minlength=len(values))
-        fc = FilterConstraint(c, counts.astype(np.int64), 0, int(c.selector.matches(pod.labels)), eligible, present)
-        fc._set_min()
-        out.append(fc)
+        out.append(FilterConstraint(c, counts.astype(np.int64), int(c.selector.matches(pod.labels)), eligible,
+                                    present))
     return out
 
 
