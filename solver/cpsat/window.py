@@ -437,10 +437,11 @@ class CpsatScheduler:
             (fb_victims, {v.idx for a in fallback.values() for v, bad in a.evictions if bad}))
         cp_gangs = gang_figures(self.index, self.state.pod_node, cpsat_nodes)
         fb_gangs = gang_figures(self.index, self.state.pod_node, {i: a.node for i, a in fallback.items()})
-        if solved.ok and cp_vec == fb_vec and cp_gangs[0] < fb_gangs[0]:
-            solved.ok = False  # CP-SAT runs fewer gangs for no more pods: greedy's plan stands
-        if solved.ok and cp_vec == fb_vec and cp_gangs[0] == fb_gangs[0] and cp_dis > fb_dis:
-            solved.ok = False  # CP-SAT disrupts more for no more pods: greedy's plan stands
+        # after pods placed, the objective's order: gangs that run, then less disruption, then fewer preferred domains
+        cp_rank = (cp_gangs[0], [-x for x in cp_dis], cp_gangs[1])
+        fb_rank = (fb_gangs[0], [-x for x in fb_dis], fb_gangs[1])
+        if solved.ok and cp_vec == fb_vec and cp_rank < fb_rank:
+            solved.ok = False  # CP-SAT does worse for no more pods: greedy's plan stands
         if solved.ok and not _lex_less(cp_vec, fb_vec):
             before, self.state = self.state, self.state.fork()
             for victim in evicted:
@@ -458,8 +459,7 @@ class CpsatScheduler:
                     self._post_filter[p.key] = fallback[p.idx].post_filter
             measures = self._measures(groups, cpsat_nodes, fallback, base.fallback_state)
             goal_tied = self.opts.objective == "default" or solved.objective == solved.greedy_objective
-            if (cp_vec == fb_vec and cp_dis == fb_dis and cp_gangs == fb_gangs and goal_tied
-                    and measures["cpsat"] < measures["greedy"]):
+            if cp_vec == fb_vec and cp_rank == fb_rank and goal_tied and measures["cpsat"] < measures["greedy"]:
                 self.state = before  # greedy's plan scores better on the final state: it stands
                 solved.ok = False
                 evictions = []
