@@ -20,7 +20,10 @@ import tempfile
 from pathlib import Path
 
 from common import machine
-from kplace.solver.rebalance.roadef import CHALLENGE_BEST, read_assignment, read_instance, run_roadef, score
+from kplace.solver.roadef.instance import read_assignment, read_instance
+from kplace.solver.roadef.portfolio import run_roadef
+from kplace.solver.roadef.reference import CHALLENGE_BEST
+from kplace.solver.roadef.scoring import score
 
 SET_A = ["a1_1", "a1_2", "a1_3", "a1_4", "a1_5", "a2_1", "a2_2"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +78,7 @@ def _append_docs(rows: list[dict], args: argparse.Namespace) -> None:
             "", SECTION, "",
             "The Google machine-reassignment instances of the ROADEF/EURO 2012 challenge (set A, from",
             "../shared/data/roadef2012-machine-reassignment, see its SOURCE.md), solved by the CP-SAT large",
-            "neighbourhood search + shift/swap local search of `kplace.solver.rebalance.roadef` from the initial",
+            "neighbourhood search + shift/swap local search of `kplace.solver.roadef` from the initial",
             "assignment. Every objective is",
             "re-scored independently from the written assignment (`kplace roadef-score`). BK = best-known value",
             "listed in SOURCE.md; gap = (objective − BK) / BK. Targets (issue 7): always feasible; within 1 % of BK;",

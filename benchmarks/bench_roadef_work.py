@@ -16,7 +16,8 @@ import statistics
 import time
 from pathlib import Path
 
-from kplace.solver.rebalance.roadef import RoadefLNS, read_assignment, read_instance
+from kplace.solver.roadef.instance import read_assignment, read_instance
+from kplace.solver.roadef.search import RoadefLNS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "roadef2012-machine-reassignment"

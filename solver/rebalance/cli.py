@@ -107,7 +107,7 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
     """A ROADEF 2012 instance: `workers` cooperating searches, one per process (CP-SAT single-threaded in each)."""
     if len(paths) != 2 or not out_file:
         raise click.UsageError("--format roadef needs MODEL ASSIGNMENT and --output-file NEW_ASSIGNMENT")
-    from .roadef import run_roadef as runner
+    from kplace.solver.roadef.portfolio import run_roadef as runner
 
     def progress(line: str) -> None:  # each improvement, on stderr (stdout keeps the summary)
         click.echo(f"kplace: {line.strip()}", err=True)

@@ -53,14 +53,14 @@ def test_format_roadef_is_routed_to_the_roadef_runner(tmp_path, monkeypatch):
     import types
 
     calls = []
-    fake = types.ModuleType("kplace.solver.rebalance.roadef")
+    fake = types.ModuleType("kplace.solver.roadef.portfolio")
     def fake_run(m, a, o, t, s, searches, log):
         log("  1.0s descent: 170")
         calls.append((m, a, o, t, s, searches))
         return {"objective": 167}
 
     fake.run_roadef = fake_run
-    monkeypatch.setitem(sys.modules, "kplace.solver.rebalance.roadef", fake)
+    monkeypatch.setitem(sys.modules, "kplace.solver.roadef.portfolio", fake)
     res = CliRunner().invoke(main, ["rebalance", "--format", "roadef", "m.txt", "a.txt", "--output-file", "new.txt",
                                     "--time-limit", "3", "--workers", "3"])
     assert res.exit_code == 0 and "objective: 167" in res.output

@@ -1,7 +1,7 @@
 """Compiled moves for ROADEF 2012 machine reassignment: annealing, descent and big process rearrangements
-(used by `roadef.RoadefLNS`).
+(used by `search.RoadefLNS`).
 
-The same counters and the same exact O(R) evaluation of one shift or swap as `roadef_ls.MoveState` (see its
+The same counters and the same exact O(R) evaluation of one shift or swap as `vectorised.MoveState` (see its
 docstring for the formulas), one candidate at a time and compiled with numba, so that a phase makes about a
 hundred times as many moves as the numpy evaluator:
 
@@ -21,12 +21,12 @@ hundred times as many moves as the numpy evaluator:
   transient room C − U⁰ takes p; processes on r that cover most of p's capacity deficit take their best shift
   elsewhere (a stuck one goes home after room is made there: an ejection chain two levels deep), p moves to r, a
   descent runs over r, p's old machine and the processes that started on r, and the log is undone if F rose.
-  Rearrangements that leave F as it was are kept: on a2_2 the walk then drifts across plateaus that strict
-  acceptance stops at (827 M against 836 M after 150 s of rearrangements alone).
+  Rearrangements that leave F as it was are kept, so the walk drifts across plateaus that strict acceptance stops
+  at.
 
 Random numbers come from numba's generator, seeded at the start of each call, so a call is deterministic for its
-seed. The functions are compiled on first use (about half a minute on 2 cores) and cached next to this file (or in
-numba's user-wide cache where that is not writable), so later processes load them in about a second.
+seed. The functions are compiled on first use and cached next to this file (or in numba's user-wide cache where
+that is not writable), so later processes load them quickly.
 """
 
 from __future__ import annotations
@@ -36,19 +36,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
-from .roadef_ls import service_links
+from .instance import service_links
 
 if TYPE_CHECKING:
-    from .roadef import Instance
+    from .instance import Instance
 
 # D (instance): req, cap, safety, lw, trans, bal, pm_w, mm_w, w_s, svc, loc, nbh, spread, linked,
 #               dep_ptr, dep_idx, rdep_ptr, rdep_idx, a0
 # S (state):    a, U, T, moved, occ, sl, nloc, nb, missing, needed, cnt, mc, sc (move_sum, top, log length), log
 
 _INFEASIBLE = np.iinfo(np.int64).max
-# annealing work, in ticks of about 0.14 µs: a random draw and its prefilter 1, an exact evaluation 9 more, a move
-# taken 7 more. Counted so, not in steps, a phase lasts about as long on a2_1 (two thirds of the draws evaluated) as
-# on a2_2 (2 %), and the trajectory still depends on the seed alone (benchmarks/bench_roadef_work.py).
+# annealing work, in ticks: a random draw and its prefilter 1, an exact evaluation 9 more, a move taken 7 more
+# (fitted to timings, docs/benchmarks.md). Counted so, not in steps, a phase lasts about as long where most draws
+# are evaluated as where few are, and the trajectory still depends on the seed alone.
 TICKS = (1, 9, 7)
 
 
@@ -318,7 +318,7 @@ def _undo(D, S, mark):
     log, sc = S[13], S[12]
     n = sc[2]
     if n > log.shape[0]:  # the log overflowed: this cannot be undone move by move
-        raise RuntimeError("roadef_fast: move log overflow")
+        raise RuntimeError("roadef moves: move log overflow")
     for i in range(n - 1, mark - 1, -1):
         _shift(D, S, log[i, 0], log[i, 1])
     sc[2] = mark

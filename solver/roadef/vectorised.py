@@ -1,4 +1,5 @@
-"""Incremental shift and swap moves for ROADEF 2012 machine reassignment (soft annealing in `roadef.RoadefLNS`).
+"""Vectorised (numpy) shift and swap moves for ROADEF 2012: soft-transient annealing, and the reference for the
+compiled moves of `moves`.
 
 `MoveState` keeps, for the current assignment a (initial a⁰), the counters that make a move's objective change
 and feasibility exact and O(R) per candidate, so that all candidates of one process are evaluated in one numpy pass:
@@ -44,11 +45,12 @@ weight geometrically over the phase, counts only feasible assignments as its bes
 (`_repair`: descents over the processes of machines still over, at 10·w₁ then 100·w₁; then `_eject`: a process
 moved onto such a machine goes home, or to a machine with transient room for it, after one process there moves
 out) and descends with hard constraints again.
-Where transient capacity is the binding constraint (a2_2: the relaxed problem reaches half the objective),
-the walk crosses the infeasible region between feasible assignments that no feasible path joins.
+Where transient capacity is the binding constraint, the walk crosses the infeasible region between feasible
+assignments that no feasible path joins (measurements in docs/benchmarks.md, ROADEF section).
 
-The compiled moves of `roadef_fast` (descent, annealing, big process rearrangements) use the same formulas one
+The compiled moves of `moves` (descent, annealing, big process rearrangements) use the same formulas one
 candidate at a time; this module's vectorised evaluator remains for soft annealing and as their reference in tests.
+It needs numpy only.
 
 `descend` is a best-improvement descent over a work queue of processes (first the whole set in random order;
 after a move, the processes of the machines it touched are queued again): for each process, its best shift and
@@ -62,26 +64,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .instance import service_links
+
 if TYPE_CHECKING:
     import random
 
-    from .roadef import Instance
-
-
-def service_links(inst: Instance) -> tuple[np.ndarray, list[list[int]], list[list[int]], np.ndarray]:
-    """Per service (at least one, padded): spreadMin, the services it depends on (itself left out), the services
-    that depend on it, and the S × S 0/1 matrix dep[s, d] = [s depends on d]."""
-    n_s = max(1, inst.n_services)
-    spread = np.concatenate([inst.spread_min, np.zeros(n_s - inst.n_services, dtype=np.int64)]).astype(np.int64)
-    deps = [sorted({d for d in ds if d != s}) for s, ds in enumerate(inst.dependencies)]
-    deps += [[] for _ in range(n_s - len(deps))]
-    rdeps: list[list[int]] = [[] for _ in range(n_s)]
-    dep = np.zeros((n_s, n_s), dtype=np.int64)
-    for s, ds in enumerate(deps):
-        for d in ds:
-            rdeps[d].append(s)
-            dep[s, d] = 1
-    return spread, deps, rdeps, dep
+    from .instance import Instance
 
 
 class MoveState:

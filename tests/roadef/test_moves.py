@@ -1,15 +1,16 @@
-"""ROADEF 2012: the compiled moves (`roadef_fast`) against the exact scorer and the numpy evaluator."""
+"""ROADEF 2012: the compiled moves (`moves`) against the exact scorer and the numpy evaluator."""
 
 import random
 
 import numpy as np
 import pytest
-from kplace.solver.rebalance import roadef_fast as fast
-from kplace.solver.rebalance.roadef import parse_assignment, parse_instance, read_assignment, read_instance, score
-from kplace.solver.rebalance.roadef_fast import FastMoves
-from kplace.solver.rebalance.roadef_ls import MoveState
+from kplace.solver.roadef import moves as fast
+from kplace.solver.roadef.instance import parse_assignment, parse_instance, read_assignment, read_instance
+from kplace.solver.roadef.moves import FastMoves
+from kplace.solver.roadef.scoring import score
+from kplace.solver.roadef.vectorised import MoveState
 
-from .test_roadef import DATA, INITIAL, TINY, needs_data
+from .helpers import DATA, INITIAL, TINY, needs_data
 
 STATE = ("a", "U", "T", "moved", "occ", "sl", "nloc", "nb", "missing", "needed", "cnt", "mc", "sc")
 

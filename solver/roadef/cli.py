@@ -24,7 +24,8 @@ def roadef_score(model: str, assignment: str, new: str, output: str) -> None:
     Example:
       kplace roadef-score model_a1_1.txt assignment_a1_1.txt new_a1_1.txt
     """
-    from kplace.solver.rebalance.roadef import read_assignment, read_instance, score
+    from .instance import read_assignment, read_instance
+    from .scoring import score
 
     inst = read_instance(model)
     initial = read_assignment(assignment, inst)
