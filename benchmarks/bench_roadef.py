@@ -80,7 +80,7 @@ def _append_docs(rows: list[dict], args: argparse.Namespace) -> None:
             "../shared/data/roadef2012-machine-reassignment, see its SOURCE.md), solved by the CP-SAT large",
             "neighbourhood search + shift/swap local search of `kplace.solver.roadef` from the initial",
             "assignment. Every objective is",
-            "re-scored independently from the written assignment (`kplace roadef-score`). BK = best-known value",
+            "re-scored independently from the written assignment (`kplace roadef score`). BK = best-known value",
             "listed in SOURCE.md; gap = (objective − BK) / BK. Targets (issue 7): always feasible; within 1 % of BK;",
             "on a2_2 better than the 2012 challenge's best (816,523,983); at most 300 s per instance on 2 cores.",
             "",

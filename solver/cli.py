@@ -34,7 +34,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "run": "kplace.solver.binder.cli:run",
     "extender": "kplace.solver.binder.cli:extender",
     "rebalance": "kplace.solver.rebalance.cli:rebalance",
-    "roadef-score": "kplace.solver.roadef.cli:roadef_score",
+    "roadef": "kplace.solver.roadef.cli:roadef",
+    "roadef-score": "kplace.solver.roadef.cli:roadef_score",  # deprecated: kplace roadef score
 }
 
 

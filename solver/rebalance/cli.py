@@ -1,4 +1,8 @@
-"""`kplace rebalance`: the command (thin, over `plan.plan_rebalance`, `apply.apply_plan` and ROADEF's runner)."""
+"""`kplace rebalance`: the command (thin, over `plan.plan_rebalance` and `apply.apply_plan`).
+
+`--format roadef` is the deprecated spelling of `kplace roadef solve` (`kplace.solver.roadef`, reached through the
+command registry, not imported): it warns and runs that command.
+"""
 
 from __future__ import annotations
 
@@ -102,17 +106,22 @@ def emit(plan: dict[str, Any], output: str, out_file: str | None) -> None:
         render_table(plan)
 
 
-def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, seed: int,
-               workers: int = 1) -> dict[str, Any]:
-    """A ROADEF 2012 instance: `workers` cooperating searches, one per process (CP-SAT single-threaded in each)."""
+def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, seed: int, workers: int,
+               output: str) -> None:
+    """The deprecated `--format roadef`: one warning line, then `kplace roadef solve` (looked up in the command
+    registry, so this package imports nothing of the ROADEF one)."""
+    click.echo("kplace: warning: kplace rebalance --format roadef is deprecated; use kplace roadef solve", err=True)
     if len(paths) != 2 or not out_file:
         raise click.UsageError("--format roadef needs MODEL ASSIGNMENT and --output-file NEW_ASSIGNMENT")
-    from kplace.solver.roadef.portfolio import run_roadef as runner
+    from ..cli import main
 
-    def progress(line: str) -> None:  # each improvement, on stderr (stdout keeps the summary)
-        click.echo(f"kplace: {line.strip()}", err=True)
-
-    return runner(paths[0], paths[1], out_file, time_limit, seed, searches=workers, log=progress)
+    ctx = click.get_current_context()
+    group = main.get_command(ctx, "roadef")
+    solve = group.get_command(ctx, "solve") if isinstance(group, click.Group) else None
+    if solve is None:  # pragma: no cover - an install without the roadef package
+        raise click.UsageError("--format roadef: this kplace has no `roadef` command")
+    ctx.invoke(solve, model=paths[0], assignment=paths[1], out_file=out_file, time_limit=time_limit, seed=seed,
+               workers=workers, output=output)
 
 
 class Metrics:
@@ -180,8 +189,8 @@ class Metrics:
 @click.option("--metrics-port", type=click.IntRange(min=1, max=65535), default=None,
               help="With --every: serve Prometheus metrics on this port.")
 @click.option("--format", "fmt", type=click.Choice(["k8s", "roadef"]), default="k8s", show_default=True,
-              help="roadef: STATE is MODEL ASSIGNMENT of a ROADEF 2012 instance; --output-file gets the new "
-                   "assignment.")
+              help="Deprecated: roadef (STATE is MODEL ASSIGNMENT of a ROADEF 2012 instance) is now `kplace roadef "
+                   "solve`.")
 @QUIET_OPT
 def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_per_namespace, min_gain, no_pending,
               policy_path,
@@ -199,16 +208,10 @@ def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_pe
       kplace rebalance state.json --goal repair --max-moves 20 --max-moves-per-node 2
       kplace rebalance state.json --goal admit --pods ml/trainer-0 --max-moves 3
       kplace rebalance --kubeconfig ~/.kube/config --apply --every 10m
-      kplace rebalance --format roadef model_a1_1.txt assignment_a1_1.txt --output-file new_a1_1.txt --time-limit 300
     """
     output, out_file = output_choice(output, out_file)
     if fmt == "roadef":
-        summary = run_roadef(state, out_file, time_limit, seed, workers)
-        if output == "table":
-            for k, v in summary.items():
-                click.echo(f"{k}: {v}")
-        else:
-            emit(summary, output, None)
+        run_roadef(state, out_file, time_limit, seed, workers, output)
         return
     if do_apply and not kubeconfig:
         raise click.UsageError("--apply needs --kubeconfig")

@@ -11,7 +11,7 @@ balance and move costs (the Kubernetes reading of it is in `instance`).
 - `subproblem`: the CP-SAT model of one round (variables, constraints, objective) and its solve;
 - `search`: one search (`RoadefLNS`), its phases and how it picks among them;
 - `portfolio`: cooperating searches in parallel processes, and the runner from files;
-- `cli`: `kplace roadef-score`.
+- `cli`: `kplace roadef solve` and `kplace roadef score`.
 
 Parsing and scoring need numpy only; the search needs numba. This package shares nothing with the Kubernetes
 rebalancer (`kplace.solver.rebalance`) but the error types of `kplace.models`.

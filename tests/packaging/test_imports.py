@@ -1,6 +1,8 @@
 """Import contracts: the seams stay where they are. The models import nothing that decides; the verifier imports
 only the models (it shares no code with the engines or the encodings); the framework imports no plugin (the
-plugins register themselves with it, `framework.config.use_registry`). Imports inside functions count."""
+plugins register themselves with it, `framework.config.use_registry`); the Kubernetes rebalancer and ROADEF share
+no code but the models (the deprecated `rebalance --format roadef` reaches `roadef solve` through the command
+registry). Imports inside functions count."""
 
 import ast
 from pathlib import Path
@@ -52,6 +54,13 @@ def _violations(files: list[Path], forbidden) -> list[str]:
     return out
 
 
+ROADEF = "kplace.solver.roadef"
+
+
+def _within(target: str, package: str) -> bool:
+    return target == package or target.startswith(package + ".")
+
+
 CONTRACTS = {
     "the models import nothing from the solver": (
         _product_files("models"), lambda t: t.startswith("kplace.solver")),
@@ -60,6 +69,13 @@ CONTRACTS = {
     "the framework imports no plugin and no engine": (
         [p for p in _product_files("solver/framework")],
         lambda t: t.startswith(("kplace.solver.plugins", "kplace.solver.greedy", "kplace.solver.cpsat"))),
+    "the rebalancer imports nothing of ROADEF": (
+        _product_files("solver/rebalance"), lambda t: _within(t, ROADEF)),
+    "ROADEF imports nothing of the rebalancer": (
+        _product_files("solver/roadef"), lambda t: _within(t, "kplace.solver.rebalance")),
+    "ROADEF's solver imports only the models and itself (its command, the CLI's options too)": (
+        [p for p in _product_files("solver/roadef") if p.name != "cli.py"],
+        lambda t: t.startswith("kplace.") and not any(_within(t, k) for k in ("kplace.models", ROADEF))),
 }
 
 

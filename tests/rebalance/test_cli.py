@@ -1,4 +1,5 @@
-"""`kplace rebalance` on the command line: outputs, plan file, periodic runs, bad policy, ROADEF routing."""
+"""`kplace rebalance` on the command line: outputs, plan file, periodic runs, bad policy, and the deprecated
+`--format roadef` (now `kplace roadef solve`)."""
 
 import json
 
@@ -48,12 +49,13 @@ def test_a_bad_policy_file_is_one_clear_error_line(tmp_path):
     assert "p.yaml: ownerMaxUnavailable: must be a positive integer" in res.output
 
 
-def test_format_roadef_is_routed_to_the_roadef_runner(tmp_path, monkeypatch):
+def test_the_deprecated_format_roadef_warns_and_runs_kplace_roadef_solve(tmp_path, monkeypatch):
     import sys
     import types
 
     calls = []
     fake = types.ModuleType("kplace.solver.roadef.portfolio")
+
     def fake_run(m, a, o, t, s, searches, log):
         log("  1.0s descent: 170")
         calls.append((m, a, o, t, s, searches))
@@ -66,3 +68,9 @@ def test_format_roadef_is_routed_to_the_roadef_runner(tmp_path, monkeypatch):
     assert res.exit_code == 0 and "objective: 167" in res.output
     assert calls == [("m.txt", "a.txt", "new.txt", 3.0, 0, 3)]  # --workers: that many cooperating searches
     assert "kplace: 1.0s descent: 170" in res.stderr and "descent" not in res.stdout  # progress on stderr
+    assert res.stderr.startswith("kplace: warning: kplace rebalance --format roadef is deprecated; use kplace roadef "
+                                 "solve\n")
+    new = CliRunner().invoke(main, ["roadef", "solve", "m.txt", "a.txt", "--output-file", "new.txt", "--time-limit",
+                                    "3", "--workers", "3"])
+    assert new.exit_code == 0 and new.stdout == res.stdout and calls[-1] == calls[0]
+    assert "warning" not in new.stderr
