@@ -13,8 +13,8 @@ balance and move costs (the Kubernetes reading of it is in `instance`).
 - `portfolio`: cooperating searches in parallel processes, and the runner from files;
 - `cli`: `kplace roadef solve` and `kplace roadef score`.
 
-Parsing and scoring need numpy only; the search needs numba. This package shares nothing with the Kubernetes
-rebalancer (`kplace.solver.rebalance`) but the error types of `kplace.models`.
+Parsing and scoring need numpy only; the search needs numba (`pip install 'kplace[roadef]'`). This package shares
+nothing with the Kubernetes rebalancer (`kplace.solver.rebalance`) but the error types of `kplace.models`.
 """
 
 from .instance import Balance, Instance, parse_assignment, parse_instance, read_assignment, read_instance

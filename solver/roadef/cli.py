@@ -22,7 +22,8 @@ def deprecated(old: str, new: str) -> None:
 def roadef() -> None:
     """ROADEF/EURO 2012 machine reassignment (Google's): solve an instance, or score an assignment.
 
-    MODEL and ASSIGNMENT are the challenge's files (model_*.txt, assignment_*.txt).
+    MODEL and ASSIGNMENT are the challenge's files (model_*.txt, assignment_*.txt). `solve` needs the roadef extra
+    (numba): pip install 'kplace[roadef]'.
 
     \b
     Examples:
@@ -82,7 +83,7 @@ def score(model: str, assignment: str, new: str, output: str) -> None:
 
     Prints the objective (load, balance, process move, service move and machine move costs, each already
     weighted) and every hard-constraint violation (capacity, transient capacity, conflict, spread,
-    dependency). Exit code 1 when NEW violates a constraint, 2 on malformed input.
+    dependency). Exit code 1 when NEW violates a constraint, 2 on malformed input. Needs no extra.
 
     \b
     Example:

@@ -1,9 +1,10 @@
 """Compiled moves for ROADEF 2012 machine reassignment: annealing, descent and big process rearrangements
-(used by `search.RoadefLNS`).
+(used by `search.RoadefLNS`). Needs numba, the `roadef` extra (`pip install 'kplace[roadef]'`); without it,
+importing this module raises `MissingExtra` (a KplaceError and an ImportError), which the CLI prints as one line.
+There is no pure-Python fallback: the numpy evaluator of `vectorised` makes about a hundredth as many moves.
 
 The same counters and the same exact O(R) evaluation of one shift or swap as `vectorised.MoveState` (see its
-docstring for the formulas), one candidate at a time and compiled with numba, so that a phase makes about a
-hundred times as many moves as the numpy evaluator:
+docstring for the formulas), one candidate at a time:
 
 - **state** (`_build`): U, T, moved, occ, sl, nloc, nb, missing, needed and the machine costs mc as in
   `MoveState`; the service-move term w_s·max_s moved[s] is kept exact in O(1) per move with a histogram of the
@@ -34,9 +35,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
+from kplace.models.errors import KplaceError
 
 from .instance import service_links
+
+
+class MissingExtra(KplaceError, ImportError):
+    """An optional dependency of kplace is not installed (one line for the user, and still an ImportError)."""
+
+
+try:
+    from numba import njit
+except ImportError:
+    raise MissingExtra("the ROADEF search needs numba, which is not installed: pip install 'kplace[roadef]'") from None
 
 if TYPE_CHECKING:
     from .instance import Instance

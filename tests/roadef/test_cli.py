@@ -1,7 +1,10 @@
 """`kplace roadef solve|score` on the command line, the deprecated spellings (`kplace rebalance --format roadef`,
-`kplace roadef-score`: the same result after one warning line)."""
+`kplace roadef-score`: the same result after one warning line), and the one-line error without numba."""
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -104,6 +107,37 @@ def test_a_malformed_model_is_one_error_line(tmp_path, files):
     bad.write_text("2\n0 x\n")
     res = _run("roadef", "solve", str(bad), initial, "--output-file", str(tmp_path / "n.txt"))
     assert res.exit_code == 2 and "model_bad.txt:2" in res.stderr and "Traceback" not in res.output
+
+
+_WITHOUT_NUMBA = "import sys; sys.modules['numba'] = None; from kplace.solver.cli import main; main()"
+
+
+def _without_numba(*args):
+    return subprocess.run([sys.executable, "-c", _WITHOUT_NUMBA, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
+def test_without_numba_solve_is_one_clear_error_line_and_score_still_works(files, tmp_path):
+    model, initial = files
+    new = str(tmp_path / "new.txt")
+    res = _without_numba("roadef", "solve", model, initial, "--output-file", new)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr == ("kplace: error: the ROADEF search needs numba, which is not installed: "
+                          "pip install 'kplace[roadef]'\n")
+    old = _without_numba("rebalance", "--format", "roadef", model, initial, "--output-file", new)
+    assert old.returncode == 2 and old.stderr.splitlines() == [
+        "kplace: warning: kplace rebalance --format roadef is deprecated; use kplace roadef solve",
+        "kplace: error: the ROADEF search needs numba, which is not installed: pip install 'kplace[roadef]'"]
+    scored = _without_numba("roadef", "score", model, initial, initial)
+    assert scored.returncode == 0 and "feasible" in scored.stdout and scored.stderr == ""
+
+
+def test_the_missing_extra_is_still_an_import_error():
+    code = ("import sys; sys.modules['numba'] = None\n"
+            "try:\n    import kplace.solver.roadef.search\nexcept ImportError as e:\n"
+            "    from kplace.models.errors import KplaceError; print(isinstance(e, KplaceError), e.exit_code)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.stdout == "True 2\n", res.stderr
 
 
 @needs_data
