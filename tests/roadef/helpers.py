@@ -1,10 +1,13 @@
 """ROADEF test data: the set A folder (KPLACE_ROADEF_DATA, default ../shared/data/...) and a tiny instance."""
 
 import os
+import random
 from pathlib import Path
 
 import pytest
-from kplace.solver.roadef.instance import parse_assignment, parse_instance
+from kplace.solver.roadef.instance import parse_assignment, parse_instance, read_assignment, read_instance
+from kplace.solver.roadef.scoring import score
+from kplace.solver.roadef.vectorised import MoveState
 
 DATA = Path(os.environ.get("KPLACE_ROADEF_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"
                            / "roadef2012-machine-reassignment"))
@@ -46,3 +49,27 @@ def tiny_instance():
 
 def _kinds(violations):
     return sorted({v.split(":", 1)[0] for v in violations})
+
+
+def load(name):
+    """A set A instance and its initial assignment."""
+    inst = read_instance(DATA / f"model_{name}.txt")
+    return inst, read_assignment(DATA / f"assignment_{name}.txt", inst)
+
+
+def exact(inst, a0, new):
+    """The official objective of `new` and its violations."""
+    obj, viol = score(inst, a0, new)
+    return obj.total, viol
+
+
+def random_shifts(inst, a0, moves: int, rng: random.Random) -> MoveState:
+    """A MoveState `moves` random feasible shifts away from a0 (so that some processes are moved)."""
+    state = MoveState(inst, a0, a0)
+    while moves:
+        p = rng.randrange(inst.n_processes)
+        cand, _ = state.shift_deltas(p)
+        if len(cand):
+            state.apply_shift(p, int(cand[rng.randrange(len(cand))]))
+            moves -= 1
+    return state

@@ -5,36 +5,14 @@ import random
 import numpy as np
 import pytest
 from kplace.solver.roadef import moves as fast
-from kplace.solver.roadef.instance import parse_assignment, parse_instance, read_assignment, read_instance
+from kplace.solver.roadef.instance import parse_assignment, parse_instance
 from kplace.solver.roadef.moves import FastMoves
 from kplace.solver.roadef.scoring import score
 from kplace.solver.roadef.vectorised import MoveState
 
-from .helpers import DATA, INITIAL, TINY, needs_data
+from .helpers import INITIAL, TINY, exact, load, needs_data, random_shifts
 
 STATE = ("a", "U", "T", "moved", "occ", "sl", "nloc", "nb", "missing", "needed", "cnt", "mc", "sc")
-
-
-def _exact(inst, a0, new):
-    obj, viol = score(inst, a0, new)
-    return obj.total, viol
-
-
-def _load(name):
-    inst = read_instance(DATA / f"model_{name}.txt")
-    return inst, read_assignment(DATA / f"assignment_{name}.txt", inst)
-
-
-def _walk(inst, a0, moves, seed):
-    """An assignment `moves` random feasible shifts away from a0 (so that some processes are moved)."""
-    state, rng = MoveState(inst, a0, a0), random.Random(seed)
-    while moves:
-        p = rng.randrange(inst.n_processes)
-        cand, _ = state.shift_deltas(p)
-        if len(cand):
-            state.apply_shift(p, int(cand[rng.randrange(len(cand))]))
-            moves -= 1
-    return state.a.copy()
 
 
 def _same_state(f, inst, a0):
@@ -73,13 +51,13 @@ def test_every_compiled_move_on_the_tiny_instance_has_the_exact_delta_and_feasib
     a0 = parse_assignment(INITIAL, inst, "tiny_assignment.txt")
     for start in ([0, 1, 0], [1, 0, 0], [0, 1, 1], [1, 2, 0]):
         f = FastMoves(inst, a0, np.array(start))
-        base, viol = _exact(inst, a0, start)
+        base, viol = exact(inst, a0, start)
         if viol:
             continue
         assert f.objective == base
         for p in range(inst.n_processes):
             for (kind, x), d in _deltas(f, p).items():
-                total, viol = _exact(inst, a0, _moved(f.a, kind, p, x))
+                total, viol = exact(inst, a0, _moved(f.a, kind, p, x))
                 if d is not None:
                     assert viol == [] and d == total - base
                 else:  # infeasible, or a swap of services linked by a dependency across neighborhoods (not tried)
@@ -91,10 +69,10 @@ def test_every_compiled_move_on_the_tiny_instance_has_the_exact_delta_and_feasib
 @needs_data
 @pytest.mark.parametrize("name", ["a1_4", "a2_2"])
 def test_compiled_deltas_equal_the_scorer_difference_and_the_numpy_evaluator(name):
-    inst, a0 = _load(name)
-    f = FastMoves(inst, a0, _walk(inst, a0, 150, seed=21))
+    inst, a0 = load(name)
+    f = FastMoves(inst, a0, random_shifts(inst, a0, 150, random.Random(21)).a.copy())
     numpy_state = MoveState(inst, a0, f.a)
-    base, viol = _exact(inst, a0, f.a)
+    base, viol = exact(inst, a0, f.a)
     assert viol == [] and f.objective == base == numpy_state.objective
     rng = random.Random(22)
     checked = 0
@@ -108,7 +86,7 @@ def test_compiled_deltas_equal_the_scorer_difference_and_the_numpy_evaluator(nam
             {k: v for k, v in compiled.items() if k[0] == "swap" and v is not None}
         feasible = [k for k, v in compiled.items() if v is not None]
         for kind, x in rng.sample(feasible, min(3, len(feasible))):
-            total, viol = _exact(inst, a0, _moved(f.a, kind, p, x))
+            total, viol = exact(inst, a0, _moved(f.a, kind, p, x))
             assert viol == [] and total - base == compiled[kind, x]
             checked += 1
     assert checked > 30
@@ -116,14 +94,14 @@ def test_compiled_deltas_equal_the_scorer_difference_and_the_numpy_evaluator(nam
 
 @needs_data
 def test_compiled_annealing_returns_its_exact_best_keeps_exact_counters_and_is_deterministic():
-    inst, a0 = _load("a1_4")
+    inst, a0 = load("a1_4")
     runs = []
     for _ in range(2):
         f = FastMoves(inst, a0)
         start = f.objective
         best_a, best = f.anneal(200_000, start * 1e-3, start * 1e-6, seed=7)
-        assert _exact(inst, a0, best_a) == (best, []) and best < start
-        assert _exact(inst, a0, f.a) == (f.objective, []) and _same_state(f, inst, a0)
+        assert exact(inst, a0, best_a) == (best, []) and best < start
+        assert exact(inst, a0, f.a) == (f.objective, []) and _same_state(f, inst, a0)
         runs.append(best_a)
     assert np.array_equal(runs[0], runs[1])
 
@@ -133,7 +111,7 @@ def test_annealing_work_is_counted_in_ticks_so_a_phase_makes_fewer_steps_where_m
     one, evaluated, taken_more = fast.TICKS
     steps = {}
     for name in ("a2_1", "a2_2"):  # two thirds of a2_1's draws pass the prefilter, about 2 % of a2_2's
-        inst, a0 = _load(name)
+        inst, a0 = load(name)
         f = FastMoves(inst, a0)
         start = f.objective
         _, _, taken, steps[name] = fast.anneal(f.D, f.S, 1_000_000, start * 1e-3, start * 1e-6, 3)
@@ -145,14 +123,14 @@ def test_annealing_work_is_counted_in_ticks_so_a_phase_makes_fewer_steps_where_m
 
 @needs_data
 def test_compiled_descents_over_every_process_stop_where_the_numpy_evaluator_finds_no_improving_move():
-    inst, a0 = _load("a2_2")
+    inst, a0 = load("a2_2")
     f = FastMoves(inst, a0)
     start = f.objective
     rounds = [f.descend(np.random.default_rng(i).permutation(inst.n_processes), seed=i)[0] for i in range(2)]
     while rounds[-1] and len(rounds) < 20:  # until a whole pass makes no move
         rounds.append(f.descend(np.arange(inst.n_processes), seed=len(rounds))[0])
     assert rounds[0] > 0 and rounds[-1] == 0
-    assert _exact(inst, a0, f.a) == (f.objective, []) and f.objective < start and _same_state(f, inst, a0)
+    assert exact(inst, a0, f.a) == (f.objective, []) and f.objective < start and _same_state(f, inst, a0)
     numpy_state = MoveState(inst, a0, f.a)
     for p in range(inst.n_processes):
         assert all((d >= 0).all() for _, d in (numpy_state.shift_deltas(p), numpy_state.swap_deltas(p)))
@@ -160,25 +138,25 @@ def test_compiled_descents_over_every_process_stop_where_the_numpy_evaluator_fin
 
 @needs_data
 def test_a_descent_cut_short_returns_the_rest_of_its_queue_and_resumes_to_an_exact_feasible_end():
-    inst, a0 = _load("a1_4")
+    inst, a0 = load("a1_4")
     parts = FastMoves(inst, a0)
     moves, left = parts.descend(np.random.default_rng(1).permutation(inst.n_processes), seed=3, max_pops=50)
     assert moves > 0 and len(left) > 0
     while len(left):
         _, left = parts.descend(left, seed=4, max_pops=50)
-    assert _exact(inst, a0, parts.a) == (parts.objective, []) and parts.objective < score(inst, a0, a0)[0].total
+    assert exact(inst, a0, parts.a) == (parts.objective, []) and parts.objective < score(inst, a0, a0)[0].total
 
 
 @needs_data
 def test_compiled_rearrangements_improve_a2_2_beyond_its_descent_optimum_exactly_and_deterministically():
-    inst, a0 = _load("a2_2")
+    inst, a0 = load("a2_2")
     ends = []
     for _ in range(2):
         f = FastMoves(inst, a0)
         f.descend(np.arange(inst.n_processes), seed=0)
         local = f.objective
         assert f.rearrange(60, seed=1) > 0
-        assert f.objective < local and _exact(inst, a0, f.a) == (f.objective, []) and _same_state(f, inst, a0)
+        assert f.objective < local and exact(inst, a0, f.a) == (f.objective, []) and _same_state(f, inst, a0)
         ends.append(f.a.copy())
     assert np.array_equal(*ends)
 
@@ -219,7 +197,7 @@ def test_a_big_process_rearrangement_makes_room_that_no_descent_move_makes():
     assert f.objective == 40 and f.descend(np.arange(3), seed=0)[0] == 0
     assert f.relocate(0, 1)
     assert f.a.tolist() == [1, 2, 2]  # p1 went to m2 to make room, then p0 to m1
-    assert _exact(inst, a0, f.a) == (f.objective, []) and f.objective == 1  # p0's move cost
+    assert exact(inst, a0, f.a) == (f.objective, []) and f.objective == 1  # p0's move cost
 
 
 def test_a_big_process_rearrangement_that_costs_more_than_it_gains_is_undone_counter_by_counter():
@@ -268,4 +246,4 @@ def test_a_rearrangement_sends_home_a_process_that_can_go_nowhere_else_after_mak
     assert f.a.tolist() == [0, 1, 2, 3]
     assert f.relocate(0, 1)
     assert f.a.tolist() == [1, 2, 3, 3]  # p2 home, then p1 home, then p0 to m1
-    assert _exact(inst, a0, f.a) == (f.objective, []) and f.objective == 1
+    assert exact(inst, a0, f.a) == (f.objective, []) and f.objective == 1

@@ -5,10 +5,10 @@ import dataclasses
 import numpy as np
 import pytest
 from kplace.models.errors import InputError
-from kplace.solver.roadef.instance import parse_assignment, parse_instance, read_assignment, read_instance
+from kplace.solver.roadef.instance import parse_assignment, parse_instance, read_instance
 from kplace.solver.roadef.scoring import score
 
-from .helpers import DATA, TINY, _kinds, needs_data
+from .helpers import DATA, TINY, _kinds, load, needs_data
 
 
 def test_parse_tiny(tiny):
@@ -134,8 +134,7 @@ def test_score_rejects_wrong_length(tiny):
 @needs_data
 @pytest.mark.parametrize("name", ["a1_1", "a1_2", "a1_3", "a1_4", "a1_5", "a2_1", "a2_2"])
 def test_scorer_matches_published_original_cost(name):
-    inst = read_instance(DATA / f"model_{name}.txt")
-    a0 = read_assignment(DATA / f"assignment_{name}.txt", inst)
+    inst, a0 = load(name)
     obj, viol = score(inst, a0, a0)
     assert viol == []
     assert obj.total == int((DATA / f"original_cost_{name}.txt").read_text().split()[0])

@@ -12,12 +12,7 @@ from kplace.solver.roadef.portfolio import run_roadef, solve
 from kplace.solver.roadef.scoring import score
 from kplace.solver.roadef.search import RoadefLNS
 
-from .helpers import DATA, needs_data
-
-
-def _exact(inst, a0, new):
-    obj, viol = score(inst, a0, new)
-    return obj.total, viol
+from .helpers import DATA, exact, load, needs_data
 
 
 def test_lns_on_tiny_instance_is_feasible_and_no_worse(tiny):
@@ -43,8 +38,7 @@ def test_lns_improves_a1_1_and_stays_feasible(tmp_path):
 @pytest.mark.slow
 @needs_data
 def test_lns_is_deterministic_for_a_seed():
-    inst = read_instance(DATA / "model_a1_2.txt")
-    a0 = read_assignment(DATA / "assignment_a1_2.txt", inst)
+    inst, a0 = load("a1_2")
     runs = [solve(inst, a0, time_limit=60, seed=3, max_iterations=6)[0] for _ in range(2)]
     assert np.array_equal(runs[0], runs[1])
 
@@ -52,8 +46,7 @@ def test_lns_is_deterministic_for_a_seed():
 @pytest.mark.slow
 @needs_data
 def test_search_alternates_annealing_and_cp_sat_phases_and_stays_feasible():
-    inst = read_instance(DATA / "model_a2_1.txt")
-    a0 = read_assignment(DATA / "assignment_a2_1.txt", inst)
+    inst, a0 = load("a2_1")
     best, stats = solve(inst, a0, time_limit=300, seed=1, max_iterations=100)
     obj, viol = score(inst, a0, best)
     assert viol == [] and stats.lns_rounds > 0 and stats.anneal_steps > 0
@@ -100,13 +93,12 @@ def test_no_phase_of_rearrangements_is_chosen_while_no_machine_has_a_load_or_bal
 
 @needs_data
 def test_big_process_rearrangements_improve_a2_2_beyond_its_descent_optimum_exactly():
-    inst = read_instance(DATA / "model_a2_2.txt")
-    a0 = read_assignment(DATA / "assignment_a2_2.txt", inst)
+    inst, a0 = load("a2_2")
     search = RoadefLNS(inst, a0, seed=0)
     search.local_search(time.monotonic() + 120)
     local = search.obj
     search.rearrange(time.monotonic() + 120, attempts=30)
-    assert search.obj < local and _exact(inst, a0, search.a) == (search.obj, [])
+    assert search.obj < local and exact(inst, a0, search.a) == (search.obj, [])
 
 
 @pytest.mark.slow
@@ -126,8 +118,7 @@ def test_with_transient_resources_the_search_opens_with_soft_annealing_and_cp_sa
 @pytest.mark.slow
 @needs_data
 def test_rearrangements_run_alone_until_a_phase_of_them_gains_less_than_the_threshold():
-    inst = read_instance(DATA / "model_a2_2.txt")
-    a0 = read_assignment(DATA / "assignment_a2_2.txt", inst)
+    inst, a0 = load("a2_2")
     search = RoadefLNS(inst, a0, seed=0)
     assert search.prelude == 8  # a2_2 has transient resources: soft annealing and CP-SAT rounds come first
     search.prelude, search.bpr_attempts = 0, 40
@@ -143,14 +134,13 @@ def test_rearrangements_run_alone_until_a_phase_of_them_gains_less_than_the_thre
     for _ in range(6):
         search.phase()
     assert search.stats.lns_rounds + search.stats.anneal_steps > 0  # the other kinds are tried in turn
-    assert _exact(inst, a0, search.a) == (search.obj, [])
+    assert exact(inst, a0, search.a) == (search.obj, [])
 
 
 @pytest.mark.slow
 @needs_data
 def test_two_cooperating_searches_are_feasible_better_and_deterministic_for_a_seed():
-    inst = read_instance(DATA / "model_a1_2.txt")
-    a0 = read_assignment(DATA / "assignment_a1_2.txt", inst)
+    inst, a0 = load("a1_2")
     runs = [solve(inst, a0, time_limit=120, seed=5, searches=2, max_iterations=4) for _ in range(2)]
     (first, stats), (second, _) = runs
     assert np.array_equal(first, second)

@@ -1,41 +1,27 @@
 """ROADEF 2012: the numpy move evaluator (`vectorised.MoveState`) against the exact scorer."""
 
+import random
+
 import numpy as np
 import pytest
-from kplace.solver.roadef.instance import read_assignment, read_instance
 from kplace.solver.roadef.scoring import score
 from kplace.solver.roadef.vectorised import MoveState
 
-from .helpers import DATA, needs_data
+from .helpers import exact, load, needs_data, random_shifts
 
 
 def _state(name, seed=0, moves=0):
-    """A MoveState of a real instance, after `moves` random feasible shifts (so that some processes are moved)."""
-    import random
-
-    inst = read_instance(DATA / f"model_{name}.txt")
-    a0 = read_assignment(DATA / f"assignment_{name}.txt", inst)
-    state = MoveState(inst, a0, a0)
+    """A MoveState of a real instance, after `moves` random feasible shifts."""
+    inst, a0 = load(name)
     rng = random.Random(seed)
-    while moves:
-        p = rng.randrange(inst.n_processes)
-        cand, _ = state.shift_deltas(p)
-        if len(cand):
-            state.apply_shift(p, int(cand[rng.randrange(len(cand))]))
-            moves -= 1
-    return inst, a0, state, rng
-
-
-def _exact(inst, a0, new):
-    obj, viol = score(inst, a0, new)
-    return obj.total, viol
+    return inst, a0, random_shifts(inst, a0, moves, rng), rng
 
 
 @needs_data
 @pytest.mark.parametrize("name", ["a1_4", "a1_5", "a2_2"])
 def test_shift_move_delta_equals_the_scorer_difference(name):
     inst, a0, state, rng = _state(name, seed=11, moves=150)
-    base, viol = _exact(inst, a0, state.a)
+    base, viol = exact(inst, a0, state.a)
     assert viol == [] and state.objective == base
     checked = 0
     for _ in range(60):
@@ -45,14 +31,14 @@ def test_shift_move_delta_equals_the_scorer_difference(name):
         for k in rng.sample(range(len(cand)), min(4, len(cand))):
             new = state.a.copy()
             new[p] = cand[k]
-            total, viol = _exact(inst, a0, new)
+            total, viol = exact(inst, a0, new)
             assert viol == [] and total - base == delta[k]
             checked += 1
         for m in rng.sample(range(inst.n_machines), min(4, inst.n_machines)):
             if m not in feasible and m != state.a[p]:  # every shift left out is infeasible
                 new = state.a.copy()
                 new[p] = m
-                assert _exact(inst, a0, new)[1]
+                assert exact(inst, a0, new)[1]
     assert checked > 50
 
 
@@ -71,7 +57,7 @@ def test_swap_move_delta_equals_the_scorer_difference(name):
             same += int(inst.service[q] == inst.service[p])
             new = state.a.copy()
             new[p], new[q] = state.a[q], state.a[p]
-            total, viol = _exact(inst, a0, new)
+            total, viol = exact(inst, a0, new)
             assert viol == [] and total - base == delta[k]
             checked += 1
     assert checked > 50 and (same > 0 or name == "a1_5")  # swaps within a service too (a1_5 has few)
@@ -108,7 +94,7 @@ def test_soft_transient_deltas_add_the_weighted_overflow_and_nothing_else_is_rel
     checked = over_seen = 0
     for _ in range(150):
         p = rng.randrange(inst.n_processes)
-        base, base_over = _exact(inst, a0, state.a)[0], _transient_over(inst, a0, state.a)
+        base, base_over = exact(inst, a0, state.a)[0], _transient_over(inst, a0, state.a)
         moves = []  # (apply, argument, assignment after, ΔF)
         cand, delta = state.shift_deltas(p)
         for k in rng.sample(range(len(cand)), min(2, len(cand))):
@@ -121,7 +107,7 @@ def test_soft_transient_deltas_add_the_weighted_overflow_and_nothing_else_is_rel
             new[p], new[cand[k]] = state.a[cand[k]], state.a[p]
             moves.append((state.apply_swap, int(cand[k]), new, delta[k]))
         for _, _, new, d in moves:
-            total, viol = _exact(inst, a0, new)
+            total, viol = exact(inst, a0, new)
             assert all(v.startswith("transient") for v in viol)  # only transient capacity is soft
             assert d == pytest.approx(total - base + 3.0 * (_transient_over(inst, a0, new) - base_over), abs=1e-6)
             checked += 1
@@ -143,8 +129,8 @@ def test_soft_annealing_returns_a_feasible_exact_best_and_leaves_the_state_hard(
     start = state.objective
     best_a, best = state.anneal(rng, time.monotonic() + 120, steps=3000, t_start=start * 1e-3,
                                 t_end=start * 1e-6, soft=(20.0, 5000.0))
-    assert _exact(inst, a0, best_a) == (best, []) and best <= start
-    assert state.soft == 0.0 and state.objective == _exact(inst, a0, state.a)[0]
+    assert exact(inst, a0, best_a) == (best, []) and best <= start
+    assert state.soft == 0.0 and state.objective == exact(inst, a0, state.a)[0]
     fresh = MoveState(inst, a0, state.a)
     for name in ("room_m", "room_q", "over_t"):
         assert np.array_equal(getattr(state, name), getattr(fresh, name)), name
@@ -187,7 +173,7 @@ def test_move_counters_equal_a_rebuild_after_random_shifts_and_swaps():
     fresh = MoveState(inst, a0, state.a)
     for name in ("U", "T", "moved", "mc", "occ", "sl", "nloc", "nb", "missing", "needed", "room_m", "room_q", "over_t"):
         assert np.array_equal(getattr(state, name), getattr(fresh, name)), name
-    assert state.move_sum == fresh.move_sum and state.objective == fresh.objective == _exact(inst, a0, state.a)[0]
+    assert state.move_sum == fresh.move_sum and state.objective == fresh.objective == exact(inst, a0, state.a)[0]
 
 
 @needs_data
@@ -198,7 +184,7 @@ def test_descent_is_exact_feasible_and_reaches_a_local_optimum(name):
     inst, a0, state, rng = _state(name)
     before = state.objective
     assert state.descend(rng, deadline=time.monotonic() + 120) > 0
-    total, viol = _exact(inst, a0, state.a)
+    total, viol = exact(inst, a0, state.a)
     assert viol == [] and total == state.objective < before
     for p in rng.sample(range(inst.n_processes), 40):  # no improving shift or swap is left
         assert all((d >= 0).all() for _, d in (state.shift_deltas(p), state.swap_deltas(p)))
@@ -211,5 +197,5 @@ def test_annealing_stays_feasible_and_returns_its_exact_best():
     inst, a0, state, rng = _state("a1_2")
     start = state.objective
     best_a, best = state.anneal(rng, time.monotonic() + 120, steps=1500, t_start=start * 1e-3, t_end=start * 1e-6)
-    assert _exact(inst, a0, state.a) == (state.objective, [])  # the state ends feasible and exact
-    assert _exact(inst, a0, best_a) == (best, []) and best < start
+    assert exact(inst, a0, state.a) == (state.objective, [])  # the state ends feasible and exact
+    assert exact(inst, a0, best_a) == (best, []) and best < start
