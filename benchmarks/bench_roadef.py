@@ -6,20 +6,20 @@
 
 For each instance: `run_roadef` from the initial assignment with the per-instance time limit (the whole run,
 parsing included) and two cooperating searches (the target's 2 cores), then the written assignment is re-read and
-re-scored independently with `score` (feasibility and objective). Prints one row per instance and adds a table at
-the end of the "ROADEF 2012 (set A)" section of docs/benchmarks.md (unless --no-docs): objective, best known (BK),
-gap to BK, the 2012 challenge's best where it matters (a2_2: 816,523,983), seconds, moved processes, feasibility.
+re-scored independently with `score` (feasibility and objective). Prints one row per instance and replaces the
+run table of the "ROADEF 2012 (set A)" section of docs/benchmarks.md (between its markers; unless --no-docs):
+objective, best known (BK), gap to BK, the 2012 challenge's best where it matters (a2_2: 816,523,983), seconds,
+moved processes, feasibility.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import sys
 import tempfile
 from pathlib import Path
 
-from common import machine
+from common import machine, replace_section
 from kplace.solver.roadef.instance import read_assignment, read_instance
 from kplace.solver.roadef.portfolio import run_roadef
 from kplace.solver.roadef.reference import CHALLENGE_BEST
@@ -29,6 +29,7 @@ SET_A = ["a1_1", "a1_2", "a1_3", "a1_4", "a1_5", "a2_1", "a2_2"]
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "roadef2012-machine-reassignment"
 SECTION = "## ROADEF 2012 (set A)"
+BEGIN, END = "<!-- BEGIN roadef (benchmarks/bench_roadef.py) -->", "<!-- END roadef -->"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,41 +66,21 @@ def main(argv: list[str] | None = None) -> int:
               f" {obj.moved_processes} moved,"
               f" {'feasible' if not viol else 'INFEASIBLE'}", flush=True)
     if not args.no_docs:
-        _append_docs(rows, args)
+        _write_docs(rows, args)
     return 0 if all(r["feasible"] for r in rows) else 1
 
 
-def _append_docs(rows: list[dict], args: argparse.Namespace) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    lines: list[str] = []
-    if SECTION not in text:
-        lines += [
-            "", SECTION, "",
-            "The Google machine-reassignment instances of the ROADEF/EURO 2012 challenge (set A, from",
-            "../shared/data/roadef2012-machine-reassignment, see its SOURCE.md), solved by the CP-SAT large",
-            "neighbourhood search + shift/swap local search of `kplace.solver.roadef` from the initial",
-            "assignment. Every objective is",
-            "re-scored independently from the written assignment (`kplace roadef score`). BK = best-known value",
-            "listed in SOURCE.md; gap = (objective − BK) / BK. Targets (issue 7): always feasible; within 1 % of BK;",
-            "on a2_2 better than the 2012 challenge's best (816,523,983); at most 300 s per instance on 2 cores.",
-            "",
-            "Command:",
-            "",
-            "    .venv/bin/python benchmarks/bench_roadef.py                  # 300 s per instance",
-            "    .venv/bin/python benchmarks/bench_roadef.py --time-limit 60  # shorter",
-        ]
+def _write_docs(rows: list[dict], args: argparse.Namespace) -> None:
+    """Replace the run table of the "ROADEF 2012 (set A)" section (between its markers) with this run's."""
     within = sum(1 for r in rows if r["gap_percent"] is not None and r["gap_percent"] <= 1.0)
-    lines += [
-        "",
-        f"### Run of {dt.date.today().isoformat()}: {args.time_limit:g} s per instance, seed {args.seed}, "
-        f"{args.searches} cooperating search(es) of {args.workers} CP-SAT worker(s)",
-        "",
-        f"Machine: {machine()}; instances one after another. Command: "
-        f"`.venv/bin/python benchmarks/bench_roadef.py --time-limit {args.time_limit:g}"
-        f"{' --seed ' + str(args.seed) if args.seed else ''}"
-        f"{' --searches ' + str(args.searches) if args.searches != 2 else ''}"
-        f"{' --instances ' + args.instances if args.instances != ','.join(SET_A) else ''}`.",
+    command = (f"`.venv/bin/python benchmarks/bench_roadef.py --time-limit {args.time_limit:g}"
+               f"{' --seed ' + str(args.seed) if args.seed else ''}"
+               f"{' --searches ' + str(args.searches) if args.searches != 2 else ''}"
+               f"{' --instances ' + args.instances if args.instances != ','.join(SET_A) else ''}`")
+    lines = [
+        BEGIN,
+        f"Command: {command} ({machine()}; seed {args.seed}, {args.searches} cooperating search(es) of "
+        f"{args.workers} CP-SAT worker(s), instances one after another).",
         "",
         "| inst | initial | objective | BK | gap to BK | seconds | moved | feasible |",
         "|---|---|---|---|---|---|---|---|",
@@ -108,23 +89,14 @@ def _append_docs(rows: list[dict], args: argparse.Namespace) -> None:
         lines.append(f"| {r['instance']} | {r['initial']['total']:,} | {r['objective']:,} | {r['best_known']:,} | "
                      f"{r['gap_percent']:.3f} % | {r['seconds']:.1f} | {r['final']['moved_processes']} | "
                      f"{'yes' if r['feasible'] else '**no**'} |")
-    lines.append("")
-    lines.append(f"Feasible: {sum(r['feasible'] for r in rows)}/{len(rows)}. "
-                 f"Within 1 % of BK: {within}/{len(rows)}.")
+    lines += ["", f"Feasible: {sum(r['feasible'] for r in rows)}/{len(rows)}. Within 1 % of BK: {within}/{len(rows)}."]
     for r in rows:
         cb = CHALLENGE_BEST.get(r["instance"])
         if r["instance"] == "a2_2" and cb:
             verdict = "better than" if r["objective"] < cb else "**not** better than"
             lines.append(f"a2_2: {r['objective']:,} is {verdict} the 2012 challenge's best {cb:,}.")
-    block = "\n".join(lines) + "\n"
-    start = text.find(SECTION)
-    end = text.find("\n## ", start + len(SECTION)) if start >= 0 else -1
-    if end < 0:  # the section is last (or new): append
-        end = len(text)
-    text = text[:end].rstrip("\n") + "\n" + block + text[end:]  # at the end of the section
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)  # atomically: the page is never half-written
+    lines.append(END)
+    replace_section(ROOT / "docs" / "benchmarks.md", BEGIN, END, "\n".join(lines), heading=SECTION)
 
 
 if __name__ == "__main__":
