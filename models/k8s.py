@@ -410,6 +410,7 @@ class PodDisruptionBudget(K8s):
 
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins' coscheduling: the pod's group
+KUBE_POD_GROUP_GROUP = "scheduling.k8s.io/"  # kube's own PodGroup (v1alpha2 in 1.36), which pods name in their spec
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"  # Kueue: the group's pods in one domain of this key
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"  # Kueue: as few domains of this key as can be
 

@@ -287,6 +287,7 @@ class Gang:
     members: tuple[str, ...]
     topology_key: str | None = None
     preferred_key: str | None = None
+    kube: bool = False  # kube's own PodGroup (scheduling.k8s.io), scheduled by its pod-group cycle
 
     @property
     def key(self) -> str:
@@ -296,7 +297,7 @@ class Gang:
 def gangs(snapshot: ClusterSnapshot) -> list[Gang]:
     """The gangs of the state: each PodGroup with a gang policy and the pods that name it (by kube's
     `spec.schedulingGroup` or coscheduling's label) in its namespace."""
-    from .k8s import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, pod_group_name
+    from .k8s import KUBE_POD_GROUP_GROUP, PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, pod_group_name
 
     groups = {(g.metadata.namespace, g.metadata.name): g for g in snapshot.pod_groups if g.min_count is not None}
     members: dict[tuple[str, str], list[Pod]] = {}
@@ -311,6 +312,7 @@ def gangs(snapshot: ClusterSnapshot) -> list[Gang]:
                                       if p.metadata.annotations.get(REQUIRED_TOPOLOGY)), None)
         preferred = None if key else next((p.metadata.annotations[PREFERRED_TOPOLOGY] for p in pods
                                            if p.metadata.annotations.get(PREFERRED_TOPOLOGY)), None)
-        out.append(Gang(ns, name, int(g.min_count), tuple(f"{ns}/{p.metadata.name}" for p in pods), key, preferred))
+        out.append(Gang(ns, name, int(g.min_count), tuple(f"{ns}/{p.metadata.name}" for p in pods), key, preferred,
+                        kube=g.api_version.startswith(KUBE_POD_GROUP_GROUP)))
     return out
 

@@ -30,6 +30,8 @@ def gate(index: ClusterIndex, pod: PodInfo) -> str | None:
     gang = gang_of(index, pod)
     if gang is None or len(gang.members) >= gang.min_count:
         return None
+    if gang.kube:
+        return "waiting for minCount pods from a gang to appear in scheduling queue"  # kube's PreEnqueue
     return (f"waiting for {gang.min_count - len(gang.members)} more pods of PodGroup {gang.key} "
             f"(minCount {gang.min_count}, {len(gang.members)} exist)")
 
