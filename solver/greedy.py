@@ -393,11 +393,13 @@ class GreedyScheduler:
                 else:
                     queue.failed(member, attempt.rejectors, self._events(member, attempt.rejectors),
                                  group=None if gang is None else gang.key)
+            if gang is not None:
+                queue.group_done(gang.key)  # its own victims' deletion, below, is news to it
+            for _, attempt, _ in cycle:
+                if attempt.node is None or attempt.nominated:
                     for victim, _ in attempt.evictions:
                         queue.changed()
                         queue.event(ASSIGNED_POD_DELETE, victim, self._hint)
-            if gang is not None:
-                queue.group_done(gang.key)
             for idx, node in nominated.items():
                 # a nomination moved or cleared: to the queue, the pod left that node, for pods of no higher priority
                 if self.nominated_node.get(idx) != node:
@@ -422,15 +424,16 @@ class GreedyScheduler:
                        ) -> list[tuple[PodInfo, Attempt, Tracer | None]]:
         """kube 1.36's pod-group cycle (GenericWorkload and GangScheduling on) over `members`, the group's pods taken
         from the queue in its order (priority, then first queue time): each goes through the usual cycle on one
-        state, assumed there when feasible (a pod preemption nominated, at its node) so the next see it; an
-        unschedulable one is skipped; an error stops the group. GangScheduling's Permit passes once the group's
-        pods bound or assumed reach minCount. Then every assumption is undone: if the group passed without
-        preemption its feasible pods are placed, if it needed preemption they all wait nominated, and if it never
-        reached minCount they fail with Permit's message, holding no node. A pod that failed on its own keeps its
-        own outcome. Returns (pod, attempt, its cycle's tracer), in the group's order."""
+        state, assumed there when feasible (a pod preemption nominated, at its node, its victims still there) so
+        the next see it; an unschedulable one is skipped; an error stops the group. GangScheduling's Permit
+        passes once the group's pods bound or assumed reach minCount. Then every assumption is undone: if the group
+        passed without preemption its feasible pods are placed, if it needed preemption they all wait nominated,
+        and if it never reached minCount they fail with Permit's message, holding no node. A pod that failed on
+        its own keeps its own outcome. Returns (pod, attempt, its cycle's tracer), in the group's order."""
         bound = sum(1 for k in gang.members if self.state.pod_node[self.index.pod_by_key[k].idx] >= 0)
         results: list[tuple[PodInfo, Attempt, bool]] = []  # (pod, its algorithm's attempt, Permit passed)
         assumed: list[PodInfo] = []
+        evicted: dict[int, PodInfo] = {}  # the cycle's victims, kept in its state until its end
         status, preempts, error = "unschedulable", False, None
         tracers: dict[int, Tracer | None] = {}
         for i, pod in enumerate(members):
@@ -444,15 +447,22 @@ class GreedyScheduler:
                     error = f"failed to schedule other pod from a pod group: {attempt.reason}"
                     break
                 continue
-            if attempt.nominated:  # kube assumes it at its nominated node, its victims already gone
+            if attempt.nominated:  # kube assumes it at its nominated node (no longer nominated); the cycle's state
+                self._drop_nomination(pod)  # still has the victims, deleted in the background
                 self.state.assume(pod, attempt.node)
+                # a victim an earlier pod of the group evicted can be chosen again: kube's second delete finds it gone
+                attempt.evictions = [(v, x) for v, x in attempt.evictions if v.idx not in evicted]
+                for victim, _ in attempt.evictions:
+                    evicted[victim.idx] = victim
+                for idx in attempt.evicted_from:
+                    self.state.assume(self.index.pods[idx], attempt.evicted_from[idx])
                 preempts = True
             assumed.append(pod)
             passed = bound + len(assumed) >= gang.min_count
             if passed:
                 status = "preempting" if preempts else "scheduled"
             results.append((pod, attempt, passed))
-        for pod in reversed(assumed):
+        for pod in [*reversed(assumed), *evicted.values()]:
             self.state.forget(pod)
         out = []
         for pod in members:
@@ -468,9 +478,9 @@ class GreedyScheduler:
             elif status == "scheduled":
                 profile = self.config.profile_for(pod.spec.scheduler_name)
                 attempt = self._place(profile, pod, attempt.node)
-            elif status == "preempting":
+            elif status == "preempting":  # every pod waits nominated to its node
+                self._add_nomination(pod, attempt.node)
                 if not attempt.nominated:
-                    self._add_nomination(pod, attempt.node)
                     attempt = Attempt(attempt.node, POD_GROUP_UNSCHEDULABLE + ", " + PREEMPTING, nominated=True)
             else:
                 self._drop_nomination(pod)

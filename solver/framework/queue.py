@@ -20,7 +20,7 @@ backoffQ are empty; what is left in the pool stays pending, as kube leaves it un
 A pod group's cycle (kube's GenericWorkload) takes all its pods from wherever they wait (`take`, kube's
 PopSpecificPod) and puts each back in backoffQ whatever the events (`failed(..., group=...)`; an error still goes
 to the error queue). Such a group would come back forever; like the oracle, the batch retries it only when some
-pod was bound or deleted (`changed`) since its last cycle ended.
+pod was bound or deleted (`changed`) since its last cycle (`group_done`, before its own victims' deletion).
 """
 
 from __future__ import annotations

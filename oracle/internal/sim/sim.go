@@ -102,6 +102,9 @@ type Oracle struct {
 	popped []*capture
 	order  []*capture
 	cur    *capture
+	// preempting are the call's pods whose preemption announced victims, in PostFilter order: an eviction (made
+	// asynchronously, maybe once the algorithm is at a later pod of the group) goes to the first still short of its.
+	preempting []*capture
 	// groupRank is a pending pod's rank among its pod group's pods in creation order, firstTry its queue's
 	// InitialAttemptTimestamp as kube set it (see track).
 	groupRank map[types.UID]int
@@ -180,9 +183,19 @@ func groupKey(p *v1.Pod) string {
 	return p.Namespace + "/" + *p.Spec.SchedulingGroup.PodGroupName
 }
 
-func (o *Oracle) current() *capture {
+// preemptor is the capture an eviction belongs to: the first pod of the call still short of the victims its
+// preemption announced, else the pod the algorithm is at.
+func (o *Oracle) preemptor() *capture {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for _, c := range o.preempting {
+		c.mu.Lock()
+		short := len(c.victims) < int(c.expVictim+0.5)
+		c.mu.Unlock()
+		if short {
+			return c
+		}
+	}
 	return o.cur
 }
 
@@ -281,7 +294,8 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 // that did not fail with an error (kube pops from backoffQ when activeQ is empty, never from its error queue).
 // A pod group's pods always go back to backoffQ, whatever the events (kube 1.36 has no event-based requeueing for
 // pod groups yet), so an unschedulable group would come back forever: the oracle retries a group only when some
-// pod was bound or deleted since its last cycle ended, as nothing else can change its result.
+// pod was bound or deleted since its last cycle (its own preemption's victims included, its own pods bound not),
+// as nothing else can change its result.
 func (o *Oracle) runnable() bool {
 	q := o.sched.SchedulingQueue
 	if len(q.PodsInActiveQ()) > 0 {
@@ -349,7 +363,7 @@ func (o *Oracle) wrap() {
 			return pi, err
 		}
 		o.mu.Lock()
-		o.caps, o.popped, o.order, o.cur = map[types.UID]*capture{}, nil, nil, nil
+		o.caps, o.popped, o.order, o.cur, o.preempting = map[types.UID]*capture{}, nil, nil, nil, nil
 		o.mu.Unlock()
 		o.track(pi)
 		return pi, nil
@@ -549,12 +563,12 @@ func (o *Oracle) cycle(ctx context.Context) ([]*capture, error) {
 		}
 		c.mu.Unlock()
 	}
+	seen := o.events.added + o.events.deleted // the group's own victims, deleted after its cycle, are news to it
 	o.events.deleted += deleted
-	changes := o.events.added + o.events.deleted
 	o.mu.Unlock()
 	for _, c := range caps {
 		if k := groupKey(c.pod); k != "" {
-			o.groupSeen[k] = changes
+			o.groupSeen[k] = seen
 		}
 	}
 	if err := o.waitForEvents(ctx); err != nil {
@@ -748,7 +762,7 @@ func (o *Oracle) recordVictim(ns, name string) {
 	if err != nil {
 		return
 	}
-	c := o.current()
+	c := o.preemptor()
 	if c == nil {
 		return
 	}

@@ -168,3 +168,23 @@ def test_the_verifier_rejects_a_plan_that_places_part_of_a_gang():
     partial = Plan(engine="test", placements=[Placement("default/w0", "a", None, 0),
                                               Placement("default/w1", None, "left out", 0)])
     assert [(v.pod, v.rule) for v in verify_plan(index, partial)] == [("default/w0", "GangScheduling")]
+
+
+def test_a_pod_group_that_needs_preemption_waits_nominated_then_binds_once_its_victims_are_gone():
+    # kube's cycle keeps w0's victim in its state, so w1 needs preemption too: on "a" again (tied with "b", where
+    # kube picks at random and kplace takes the first), whose victim w0 already evicted. The group passes Permit
+    # with both assumed, waits for the preemption, and binds on its retry.
+    from kplace.solver.trace import trace
+
+    gang = []
+    for i in range(2):
+        m = member(f"w{i}", "job", "2", i + 1)
+        m["spec"]["priority"] = 100
+        gang.append(m)
+    index = _index(node("a", cpu="4"), node("b", cpu="4"), pod("low1", cpu="3", node_name="a"),
+                   pod("low2", cpu="3", node_name="b"), kube_group("job", 2), *gang)
+    cycles = [(c["pod"][8:], c["attempt"], c["node"], c["nominated"], c["victims"]) for c in trace(index)]
+    assert cycles == [("w0", 1, None, "a", ["default/low1"]), ("w1", 1, None, "a", []),
+                      ("w0", 2, "a", None, []), ("w1", 2, "a", None, [])]
+    plan = schedule_greedy(index)
+    assert [e.pod for e in plan.evictions] == ["default/low1"] and verify_plan(index, plan) == []
