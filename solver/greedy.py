@@ -431,7 +431,7 @@ class GreedyScheduler:
         and if it never reached minCount they fail with Permit's message, holding no node. A pod that failed on
         its own keeps its own outcome. Returns (pod, attempt, its cycle's tracer), in the group's order."""
         bound = sum(1 for k in gang.members if self.state.pod_node[self.index.pod_by_key[k].idx] >= 0)
-        results: list[tuple[PodInfo, Attempt, bool]] = []  # (pod, its algorithm's attempt, Permit passed)
+        results: dict[int, Attempt] = {}  # pod idx → its algorithm's attempt
         assumed: list[PodInfo] = []
         evicted: dict[int, PodInfo] = {}  # the cycle's victims, kept in its state until its end
         status, preempts, error = "unschedulable", False, None
@@ -441,8 +441,8 @@ class GreedyScheduler:
                 before(pod)
             attempt = self.schedule_one(pod, new_cycle=i == 0)
             tracers[pod.idx] = self.tracer
+            results[pod.idx] = attempt
             if attempt.node is None:
-                results.append((pod, attempt, False))
                 if not attempt.rejectors:  # an error, not a rejection: the group stops
                     error = f"failed to schedule other pod from a pod group: {attempt.reason}"
                     break
@@ -458,20 +458,15 @@ class GreedyScheduler:
                     self.state.assume(self.index.pods[idx], attempt.evicted_from[idx])
                 preempts = True
             assumed.append(pod)
-            passed = bound + len(assumed) >= gang.min_count
-            if passed:
+            if bound + len(assumed) >= gang.min_count:  # GangScheduling's Permit passes
                 status = "preempting" if preempts else "scheduled"
-            results.append((pod, attempt, passed))
         for pod in [*reversed(assumed), *evicted.values()]:
             self.state.forget(pod)
         out = []
         for pod in members:
-            done = next((r for r in results if r[0] is pod), None)
-            if done is None:  # not reached: an earlier pod's error
-                out.append((pod, Attempt(None, error), tracers.get(pod.idx)))
-                continue
-            _, attempt, _ = done
-            if error is not None and attempt.rejectors:
+            attempt = results.get(pod.idx) or Attempt(None)  # not reached: stopped by an earlier pod's error
+            if error is not None and (attempt.node is not None or attempt.rejectors or pod.idx not in results):
+                self._drop_nomination(pod)  # all but the pod that erred fail with the group's error
                 attempt = Attempt(None, error, attempt.evictions, evicted_from=attempt.evicted_from)
             elif attempt.node is None:
                 pass  # failed on its own: its own status
@@ -736,7 +731,7 @@ class GreedyScheduler:
 def enqueue_gate(profile: Profile, index: ClusterIndex, pod: PodInfo) -> str | None:
     """Why kube's queue keeps the pod out (a PreEnqueue plugin's message, or its gang's too few pods), or None."""
     gate = next((msg for p in profile.at("preEnqueue") for ok, msg in [p.pre_enqueue(pod)] if not ok), None)
-    if gate is None and index.gangs:
+    if gate is None and (index.gangs or pod.spec.scheduling_group is not None):
         from .plugins.gangscheduling import gate as gang_gate
 
         gate = gang_gate(index, pod)

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
+from kplace.models.k8s import KUBE_POD_GROUP_GROUP
 
 PLUGINS: list = []  # the engines apply gangs directly: kube's plugin is alpha and off by default
 
@@ -27,9 +28,16 @@ def gang_of(index: ClusterIndex, pod: PodInfo):
 
 
 def gate(index: ClusterIndex, pod: PodInfo) -> str | None:
-    """The PreEnqueue message of a pod whose gang has fewer pods than its minimum, else None."""
+    """The PreEnqueue message of a pod whose gang has fewer pods than its minimum, or that names in
+    `spec.schedulingGroup` a PodGroup the state lacks (kube waits for it), else None."""
     gang = gang_of(index, pod)
-    if gang is None or len(gang.members) >= gang.min_count:
+    if gang is None:
+        group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group is not None else None
+        if group and not any(g.metadata.namespace == pod.namespace and g.metadata.name == group
+                             for g in index.snapshot.pod_groups if g.api_version.startswith(KUBE_POD_GROUP_GROUP)):
+            return f'waiting for pods\'s pod group "{group}" to appear in scheduling queue'  # kube's PreEnqueue
+        return None
+    if len(gang.members) >= gang.min_count:
         return None
     if gang.kube:
         return "waiting for minCount pods from a gang to appear in scheduling queue"  # kube's PreEnqueue

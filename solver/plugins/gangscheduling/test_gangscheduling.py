@@ -144,6 +144,13 @@ def test_a_gang_with_fewer_pods_than_its_minimum_waits_in_the_queue(label, why):
         assert all(p.reason.startswith(why) for p in plan.placements)
 
 
+def test_a_pod_naming_a_pod_group_the_state_lacks_waits_for_it_as_kube_does():
+    index = _index(node("a", cpu="8"), kube_group("other", 1), member("w0", "job", "1", 0), pod("single", cpu="1"))
+    plan = schedule_greedy(index)
+    assert _on(plan) == {"single": "a"}
+    assert plan.placements[0].reason == 'waiting for pods\'s pod group "job" to appear in scheduling queue'
+
+
 def test_running_pods_of_a_gang_count_towards_its_minimum():
     index = _index(node("a", cpu="2"), node("b", cpu="1"), kube_group("job", 3),
                    pod("w0", cpu="1", node_name="a", spec={"schedulingGroup": {"podGroupName": "job"}}),
