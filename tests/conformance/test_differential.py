@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 from kplace.instances.generators import DEFAULT_OPENB, generate
 from kplace.solver.cli import load_index
-from kplace.solver.oracle import lockstep, run_oracle
+from kplace.solver.oracle import POD_GROUP_GATES, lockstep, run_oracle
 from kplace.solver.output import dumps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,9 +37,6 @@ FAMILIES = [  # (workload, nodes, pods, params): 100+ nodes sample; the rest pus
     ("volumes", 12, 12, {}), ("perf-preemption-basic", 60, 40, {}),
     ("perf-preemption-async", 100, 200, {"churn": "10"}), ("preemption-pdb", 30, 40, {}),
 ]
-
-
-GANG_GATES = ("--feature-gates", "GenericWorkload=true,GangScheduling=true")  # kube's pod groups: alpha, off
 
 
 def _compare(paths: list[str], config: str | None, binary: Path, extra: tuple[str, ...] = ()):
@@ -105,8 +102,8 @@ def test_the_greedy_engine_agrees_with_kubes_pod_group_cycle_on_generated_gangs(
         state = generate("gangs", nodes=60, pods=300, seed=seed, params={"jobs": "20", "zone": str(zone)})
         path.write_text(dumps(state), encoding="utf-8")
         jobs.append(([str(path)], None, f"gangs seed {seed}"))
-    _check(jobs, oracle, tally, GANG_GATES)
-    real = run_oracle(jobs[0][0], binary=oracle, extra=GANG_GATES)
+    _check(jobs, oracle, tally, POD_GROUP_GATES)
+    real = run_oracle(jobs[0][0], binary=oracle, extra=POD_GROUP_GATES)
     messages = [c["message"] or "" for c in real]
     assert any(m.startswith("pod group is unschedulable, waiting for minCount") for m in messages)  # groups failed
     assert sum(c["node"] is not None and "-worker-" in c["pod"] for c in real) > 50  # and groups bound
@@ -120,7 +117,7 @@ def test_the_greedy_engine_agrees_with_kube_on_gangs_that_require_one_zone(oracl
     path.write_text(dumps(generate("gangs", nodes=60, pods=300, seed=1, params={"jobs": "20", "zone": "1"})),
                     encoding="utf-8")
     uncounted = SimpleNamespace(states=0, cycles=0, checks=0, disagreements=0)  # kept out of the suite's tally
-    _check([([str(path)], None, "gangs in one zone")], oracle, uncounted, GANG_GATES)
+    _check([([str(path)], None, "gangs in one zone")], oracle, uncounted, POD_GROUP_GATES)
 
 
 @pytest.mark.parametrize("instance", SHIPPED, ids=[p.stem for p in SHIPPED])

@@ -195,3 +195,11 @@ def test_a_pod_group_that_needs_preemption_waits_nominated_then_binds_once_its_v
                       ("w0", 2, "a", None, []), ("w1", 2, "a", None, [])]
     plan = schedule_greedy(index)
     assert [e.pod for e in plan.evictions] == ["default/low1"] and verify_plan(index, plan) == []
+
+
+def test_the_oracle_runs_with_kubes_pod_group_gates_exactly_when_a_pod_names_a_pod_group():
+    from kplace.solver.oracle import POD_GROUP_GATES, oracle_flags
+
+    kube = _index(node("a"), kube_group("job", 1), member("w0", "job", "1", 0))
+    cosched = _index(node("a"), cosched_group("job", 1), member("w0", "job", "1", 0, label=True))
+    assert oracle_flags(kube) == POD_GROUP_GATES and oracle_flags(cosched) == ()
