@@ -297,7 +297,7 @@ class Gang:
 def gangs(snapshot: ClusterSnapshot) -> list[Gang]:
     """The gangs of the state: each PodGroup with a gang policy and the pods that name it (by kube's
     `spec.schedulingGroup` or coscheduling's label) in its namespace."""
-    from .k8s import KUBE_POD_GROUP_GROUP, PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, pod_group_name
+    from .k8s import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, pod_group_name
 
     groups = {(g.metadata.namespace, g.metadata.name): g for g in snapshot.pod_groups if g.min_count is not None}
     members: dict[tuple[str, str], list[Pod]] = {}
@@ -313,6 +313,6 @@ def gangs(snapshot: ClusterSnapshot) -> list[Gang]:
         preferred = None if key else next((p.metadata.annotations[PREFERRED_TOPOLOGY] for p in pods
                                            if p.metadata.annotations.get(PREFERRED_TOPOLOGY)), None)
         out.append(Gang(ns, name, int(g.min_count), tuple(f"{ns}/{p.metadata.name}" for p in pods), key, preferred,
-                        kube=g.api_version.startswith(KUBE_POD_GROUP_GROUP)))
+                        kube=g.kube))
     return out
 

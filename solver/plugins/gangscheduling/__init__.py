@@ -17,7 +17,6 @@ from collections.abc import Iterable
 
 import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
-from kplace.models.k8s import KUBE_POD_GROUP_GROUP
 
 PLUGINS: list = []  # the engines apply gangs directly: kube's plugin is alpha and off by default
 
@@ -34,7 +33,7 @@ def gate(index: ClusterIndex, pod: PodInfo) -> str | None:
     if gang is None:
         group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group is not None else None
         if group and not any(g.metadata.namespace == pod.namespace and g.metadata.name == group
-                             for g in index.snapshot.pod_groups if g.api_version.startswith(KUBE_POD_GROUP_GROUP)):
+                             for g in index.snapshot.pod_groups if g.kube):
             return f'waiting for pods\'s pod group "{group}" to appear in scheduling queue'  # kube's PreEnqueue
         return None
     if len(gang.members) >= gang.min_count:
