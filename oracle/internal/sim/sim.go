@@ -109,7 +109,7 @@ type Oracle struct {
 	// InitialAttemptTimestamp as kube set it (see track).
 	groupRank map[types.UID]int
 	firstTry  map[types.UID]time.Time
-	// groupSeen is the number of pods bound or deleted so far when a pod group's last cycle ended.
+	// groupSeen is the number of pods bound or deleted when a pod group's last cycle ended, its own victims not counted.
 	groupSeen map[string]uint64
 	// clock is the scheduler's: frozen but for a microsecond per pod created and per cycle, so the batch is
 	// decided at one instant (no backoff expires, no flush runs) and queue timestamps keep their order.
