@@ -410,6 +410,7 @@ class PodDisruptionBudget(K8s):
 
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins' coscheduling: the pod's group
+KUBE_POD_GROUP_GROUP = "scheduling.k8s.io/"  # the API group of kube's own PodGroup (v1alpha2 in 1.36)
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"  # Kueue: the group's pods in one domain of this key
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"  # Kueue: as few domains of this key as can be
 
@@ -453,6 +454,11 @@ class PodGroup(K8s):
             return self.spec.min_member
         policy = self.spec.scheduling_policy
         return policy.gang.min_count if policy is not None and policy.gang is not None else None
+
+    @property
+    def kube(self) -> bool:
+        """kube's own PodGroup (scheduling.k8s.io), which pods name in `spec.schedulingGroup`."""
+        return self.api_version.startswith(KUBE_POD_GROUP_GROUP)
 
     @property
     def topology_key(self) -> str | None:

@@ -287,6 +287,7 @@ class Gang:
     members: tuple[str, ...]
     topology_key: str | None = None
     preferred_key: str | None = None
+    kube: bool = False  # kube's own PodGroup (scheduling.k8s.io), scheduled by its pod-group cycle
 
     @property
     def key(self) -> str:
@@ -311,6 +312,7 @@ def gangs(snapshot: ClusterSnapshot) -> list[Gang]:
                                       if p.metadata.annotations.get(REQUIRED_TOPOLOGY)), None)
         preferred = None if key else next((p.metadata.annotations[PREFERRED_TOPOLOGY] for p in pods
                                            if p.metadata.annotations.get(PREFERRED_TOPOLOGY)), None)
-        out.append(Gang(ns, name, int(g.min_count), tuple(f"{ns}/{p.metadata.name}" for p in pods), key, preferred))
+        out.append(Gang(ns, name, int(g.min_count), tuple(f"{ns}/{p.metadata.name}" for p in pods), key, preferred,
+                        kube=g.kube))
     return out
 

@@ -102,6 +102,15 @@ class Attempt:
     evicted_from: dict[int, int] = field(default_factory=dict)  # victim idx → the node it was evicted from
     rejectors: frozenset[str] = frozenset()  # a failed cycle's UnschedulablePlugins (empty: an error)
     candidates: list = field(default_factory=list)  # preemption's candidates (`keep_candidates` only)
+    suggested: int | None = None  # the node a pod group's pod was assumed on before its group failed
+
+
+# kube's statuses for the pods of a pod group that did not pass (schedule_one_podgroup.go, gangscheduling.go, and the
+# reason the framework appends when a Permit plugin waits)
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+PREEMPTING = "pod group is waiting for preemption to complete"
+PERMIT_WAIT = ("waiting for minCount pods from a gang to be scheduled, one or more plugins asked to wait and no plugin "
+               "rejected pod")
 
 
 class Tracer(Protocol):
@@ -363,24 +372,117 @@ class GreedyScheduler:
         the batch's own events requeued, until the queue has none to pop: (pod, its cycle's attempt).
         `before(pod)` runs before each cycle."""
         queue = BatchQueue(pods, self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds)
+        rank = {p.idx: i for i, p in enumerate(pods)}
         while (pod := queue.pop()) is not None:
-            if before is not None:
-                before(pod)
             nominated = dict(self.nominated_node)
-            attempt = self.schedule_one(pod)
-            if attempt.node is not None and not attempt.nominated:
-                queue.event(ASSIGNED_POD_ADD, pod, self._hint)
-                nominated.pop(pod.idx, None)  # bound: no longer nominated, and no nomination event
-            else:
-                queue.failed(pod, attempt.rejectors, self._events(pod, attempt.rejectors))
-                for victim, _ in attempt.evictions:
-                    queue.event(ASSIGNED_POD_DELETE, victim, self._hint)
+            gang = self._pod_group(pod)
+            if gang is None:
+                if before is not None:
+                    before(pod)
+                cycle = [(pod, self.schedule_one(pod), self.tracer)]
+            else:  # kube's PopSpecificPod: the group's other pods, from wherever they wait
+                members = [pod, *queue.take(self.index.pod_by_key[k] for k in gang.members if k != pod.key)]
+                members.sort(key=lambda p: (-p.priority, rank.get(p.idx, len(rank))))
+                cycle = self.schedule_group(gang, members, before)
+                queue.tick()
+            for member, attempt, _ in cycle:
+                if attempt.node is not None and not attempt.nominated:
+                    queue.changed()
+                    queue.event(ASSIGNED_POD_ADD, member, self._hint)
+                    nominated.pop(member.idx, None)  # bound: no longer nominated, and no nomination event
+                else:
+                    queue.failed(member, attempt.rejectors, self._events(member, attempt.rejectors),
+                                 group=None if gang is None else gang.key)
+            if gang is not None:
+                queue.group_done(gang.key)  # its own victims' deletion, below, is news to it
+            for _, attempt, _ in cycle:
+                if attempt.node is None or attempt.nominated:
+                    for victim, _ in attempt.evictions:
+                        queue.changed()
+                        queue.event(ASSIGNED_POD_DELETE, victim, self._hint)
             for idx, node in nominated.items():
                 # a nomination moved or cleared: to the queue, the pod left that node, for pods of no higher priority
                 if self.nominated_node.get(idx) != node:
                     q = self.index.pods[idx]
                     queue.event(ASSIGNED_POD_DELETE, q, self._hint, at_most=q.priority)
-            yield pod, attempt
+            for member, attempt, tracer in cycle:
+                self.tracer = tracer
+                yield member, attempt
+
+    def _pod_group(self, pod: PodInfo):
+        """The gang kube's pod-group cycle schedules with this pod (`schedule_group`), or None: a gang of kube's own
+        PodGroup (scheduling.k8s.io) without a topology key. Coscheduling's gangs, and kube's with a topology key
+        (which kube 1.36 only enforces with TopologyAwareWorkloadScheduling, alpha and off), go pod by pod under
+        `plugins.gangscheduling`'s rules."""
+        g = self.index.gang_of.get(pod.idx)
+        if g is None:
+            return None
+        gang = self.index.gangs[g]
+        return gang if gang.kube and gang.topology_key is None else None
+
+    def schedule_group(self, gang, members: list[PodInfo], before: Callable[[PodInfo], None] | None = None
+                       ) -> list[tuple[PodInfo, Attempt, Tracer | None]]:
+        """kube 1.36's pod-group cycle (GenericWorkload and GangScheduling on) over `members`, the group's pods taken
+        from the queue in its order (priority, then first queue time): each goes through the usual cycle on one
+        state, assumed there when feasible (a pod preemption nominated, at its node, its victims still there) so
+        the next see it; an unschedulable one is skipped; an error stops the group. GangScheduling's Permit
+        passes once the group's pods bound or assumed reach minCount. Then every assumption is undone: if the group
+        passed without preemption its feasible pods are placed, if it needed preemption they all wait nominated,
+        and if it never reached minCount they fail with Permit's message, holding no node. A pod that failed on
+        its own keeps its own outcome. Returns (pod, attempt, its cycle's tracer), in the group's order."""
+        bound = sum(1 for k in gang.members if self.state.pod_node[self.index.pod_by_key[k].idx] >= 0)
+        results: dict[int, Attempt] = {}  # pod idx → its algorithm's attempt
+        assumed: list[PodInfo] = []
+        evicted: dict[int, PodInfo] = {}  # the cycle's victims, kept in its state until its end
+        status, preempts, error = "unschedulable", False, None
+        tracers: dict[int, Tracer | None] = {}
+        for i, pod in enumerate(members):
+            if before is not None:
+                before(pod)
+            attempt = self.schedule_one(pod, new_cycle=i == 0)
+            tracers[pod.idx] = self.tracer
+            results[pod.idx] = attempt
+            if attempt.node is None:
+                if not attempt.rejectors:  # an error, not a rejection: the group stops
+                    error = f"failed to schedule other pod from a pod group: {attempt.reason}"
+                    break
+                continue
+            if attempt.nominated:  # kube assumes it at its nominated node (no longer nominated); the cycle's state
+                self._drop_nomination(pod)  # still has the victims, deleted in the background
+                self.state.assume(pod, attempt.node)
+                # a victim an earlier pod of the group evicted can be chosen again: kube's second delete finds it gone
+                attempt.evictions = [(v, x) for v, x in attempt.evictions if v.idx not in evicted]
+                for victim, _ in attempt.evictions:
+                    evicted[victim.idx] = victim
+                for idx in attempt.evicted_from:
+                    self.state.assume(self.index.pods[idx], attempt.evicted_from[idx])
+                preempts = True
+            assumed.append(pod)
+            if bound + len(assumed) >= gang.min_count:  # GangScheduling's Permit passes
+                status = "preempting" if preempts else "scheduled"
+        for pod in [*reversed(assumed), *evicted.values()]:
+            self.state.forget(pod)
+        out = []
+        for pod in members:
+            attempt = results.get(pod.idx) or Attempt(None)  # not reached: stopped by an earlier pod's error
+            if error is not None and (attempt.node is not None or attempt.rejectors or pod.idx not in results):
+                self._drop_nomination(pod)  # all but the pod that erred fail with the group's error
+                attempt = Attempt(None, error, attempt.evictions, evicted_from=attempt.evicted_from)
+            elif attempt.node is None:
+                pass  # failed on its own: its own status
+            elif status == "scheduled":
+                profile = self.config.profile_for(pod.spec.scheduler_name)
+                attempt = self._place(profile, pod, attempt.node)
+            elif status == "preempting":  # every pod waits nominated to its node
+                self._add_nomination(pod, attempt.node)
+                if not attempt.nominated:
+                    attempt = Attempt(attempt.node, POD_GROUP_UNSCHEDULABLE + ", " + PREEMPTING, nominated=True)
+            else:
+                self._drop_nomination(pod)
+                attempt = Attempt(None, POD_GROUP_UNSCHEDULABLE + ", " + PERMIT_WAIT, attempt.evictions,
+                                  evicted_from=attempt.evicted_from, suggested=attempt.node)
+            out.append((pod, attempt, tracers.get(pod.idx)))
+        return out
 
     def _plugin(self, pod: PodInfo, name: str):
         key = (pod.spec.scheduler_name, name)
@@ -399,18 +501,19 @@ class GreedyScheduler:
         return instance is not None and event in instance.hint_events and instance.queueing_hint(
             event, pod, other, self.index)
 
-    def schedule_one(self, pod: PodInfo) -> Attempt:
-        """One scheduling cycle. An unexpected error while evaluating this pod leaves it pending with the error as
-        its reason (and logs it): one pod never stops the others."""
+    def schedule_one(self, pod: PodInfo, new_cycle: bool = True) -> Attempt:
+        """One scheduling cycle (`new_cycle=False`: one more pod of a pod group's cycle, which kube counts once).
+        An unexpected error while evaluating this pod leaves it pending with the error as its reason (and logs it):
+        one pod never stops the others."""
         try:
-            return self._schedule_one(pod)
+            return self._schedule_one(pod, new_cycle)
         except Exception as exc:
             log.exception("evaluating pod %s failed", pod.key)
             if self.state.pod_node[pod.idx] >= 0 and self.index.pod_node[pod.idx] < 0:
                 self.state.forget(pod)
             return Attempt(None, internal_error(exc))
 
-    def _schedule_one(self, pod: PodInfo) -> Attempt:
+    def _schedule_one(self, pod: PodInfo, new_cycle: bool = True) -> Attempt:
         profile = self.config.profile_for(pod.spec.scheduler_name)
         if profile is None:
             return Attempt(None, f"no profile for schedulerName {pod.spec.scheduler_name!r}")
@@ -418,7 +521,7 @@ class GreedyScheduler:
             ok, msg = plugin.pre_enqueue(pod)
             if not ok:
                 return Attempt(None, msg)
-        self.cycles += 1  # kube's CurrentCycle: every popped pod, whatever becomes of it
+        self.cycles += new_cycle  # kube's CurrentCycle: every pod (or pod group) popped, whatever becomes of it
         state = self.state
         cycle = CycleState()
         pre = run_pre_filter(profile, state, pod, cycle)
@@ -628,7 +731,7 @@ class GreedyScheduler:
 def enqueue_gate(profile: Profile, index: ClusterIndex, pod: PodInfo) -> str | None:
     """Why kube's queue keeps the pod out (a PreEnqueue plugin's message, or its gang's too few pods), or None."""
     gate = next((msg for p in profile.at("preEnqueue") for ok, msg in [p.pre_enqueue(pod)] if not ok), None)
-    if gate is None and index.gangs:
+    if gate is None and (index.gangs or pod.spec.scheduling_group is not None):
         from .plugins.gangscheduling import gate as gang_gate
 
         gate = gang_gate(index, pod)

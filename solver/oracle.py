@@ -52,6 +52,15 @@ def oracle_version(binary: Path | None = None) -> str:
     return out.stdout.strip()
 
 
+POD_GROUP_GATES = ("--feature-gates", "GenericWorkload=true,GangScheduling=true")  # kube's pod groups (alpha)
+
+
+def oracle_flags(index: ClusterIndex) -> tuple[str, ...]:
+    """The oracle flags that make kube read the state as kplace does: kube's pod-group gates when some pod names a
+    PodGroup in `spec.schedulingGroup` (a cluster whose API server kept that field has them on)."""
+    return POD_GROUP_GATES if any(p.pod.spec.scheduling_group is not None for p in index.pods) else ()
+
+
 def run_oracle(states: Sequence[str], config: str | None = None, lockstep: str | None = None,
                binary: Path | None = None, timeout: float = TIMEOUT, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The real scheduler's cycles over the pending pods of `states` (files, merged in order); `extra` are more

@@ -93,10 +93,11 @@ def trace(index: ClusterIndex, config: SchedulerConfig | None = None, *,
     for k, (pod, attempt) in enumerate(sched.schedule_batch(queued, before)):
         rec = sched.tracer.record
         attempts[pod.idx] = attempts.get(pod.idx, 0) + 1
-        if attempt.node is not None and not attempt.nominated and not rec["top"]:
-            rec["top"] = [names[attempt.node]]  # one feasible node: kube takes it without scoring
         placed = attempt.node is not None and not attempt.nominated
-        message = rec.pop("message", None) if attempt.nominated else attempt.reason
+        taken = attempt.node if placed else attempt.suggested
+        if taken is not None and not rec["top"]:
+            rec["top"] = [names[taken]]  # one feasible node: kube takes it without scoring
+        message = (attempt.reason or rec.pop("message", None)) if attempt.nominated else attempt.reason
         yield {"cycle": k, "pod": pod.key, "attempt": attempts[pod.idx],
                "node": names[attempt.node] if placed else None, **rec, "message": message,
                "nominated": names[attempt.node] if attempt.nominated and attempt.node is not None else None,

@@ -218,14 +218,14 @@ class KubeBaseline:
 
 def _kube_baseline(index, config, kube: KubeBaseline, runs: dict[str, EngineRun], shapes, opts: CompareOptions,
                    progress: Progress | None) -> dict[str, Any]:
-    from ..oracle import oracle_plan, oracle_version, require_oracle, run_oracle
+    from ..oracle import oracle_flags, oracle_plan, oracle_version, require_oracle, run_oracle
     from ..verify import verify_plan
 
     if progress:
         progress("kube", {"type": "start", "elapsed": 0.0})
     binary = require_oracle()
     started = time.perf_counter()
-    plan = oracle_plan(index, run_oracle(kube.states, kube.config, binary=binary))
+    plan = oracle_plan(index, run_oracle(kube.states, kube.config, binary=binary, extra=oracle_flags(index)))
     plan.seconds = time.perf_counter() - started
     violations = verify_plan(index, plan)
     figures = plan_metrics(index, config, plan, shapes, opts.score_limit, state=final_state(index, plan))

@@ -16,6 +16,11 @@ runs, so a pod moved to backoffQ is still backing off and is popped only when ac
 order — backoff expiry first, the c-th failure backing off d(c) = min(initial · 2^(c−1), max) seconds from one
 whole-second window, then PrioritySort's order with the failure as the queue time. The batch ends when activeQ and
 backoffQ are empty; what is left in the pool stays pending, as kube leaves it until a later event.
+
+A pod group's cycle (kube's GenericWorkload) takes all its pods from wherever they wait (`take`, kube's
+PopSpecificPod) and puts each back in backoffQ whatever the events (`failed(..., group=...)`; an error still goes
+to the error queue). Such a group would come back forever; like the oracle, the batch retries it only when some
+pod was bound or deleted (`changed`) since its last cycle (`group_done`, before its own victims' deletion).
 """
 
 from __future__ import annotations
@@ -51,24 +56,71 @@ class BatchQueue:
         self._failed_at: dict[int, int] = {}  # idx → the failure's rank: its queue time once put back
         self._clock = 0
         self.initial, self.maximum = initial_backoff, max_backoff
+        self._errored: dict[int, PodInfo] = {}  # pods of a pod group in the error queue (a group cycle takes them)
+        self._group: dict[int, str] = {}  # pod idx → its pod group, for the pods of a group that failed
+        self._changes = 0  # pods bound or deleted so far
+        self._group_seen: dict[str, int] = {}  # pod group → `_changes` when its last cycle ended
 
     def pop(self) -> PodInfo | None:
         if self._active:
             return self._active.popleft()
-        if self._backoff:
+        if any(self._group_seen.get(self._group.get(e[-1].idx, ""), -1) != self._changes for e in self._backoff):
             return heapq.heappop(self._backoff)[-1]
         return None
 
-    def failed(self, pod: PodInfo, rejectors: frozenset[str], events: frozenset[str] = EVENTS) -> None:
-        """The pod's cycle failed, rejected by `rejectors` (empty: an error, never retried within the batch), which
-        register hints for `events`."""
+    def tick(self) -> None:
+        """One cycle (one pod, or one pod group) failed some pods: they share its queue time."""
         self._clock += 1
+
+    def changed(self) -> None:
+        """A pod was bound or deleted."""
+        self._changes += 1
+
+    def take(self, pods: Iterable[PodInfo]) -> list[PodInfo]:
+        """Those of `pods` the queue holds, out of it wherever they wait (kube's PopSpecificPod)."""
+        ids = {p.idx for p in pods}
+        found = [p for p in self._active if p.idx in ids]
+        found += [e[-1] for e in self._backoff if e[-1].idx in ids]
+        found += [pod for idx, (pod, _) in self._pool.items() if idx in ids]
+        found += [pod for idx, pod in self._errored.items() if idx in ids]
+        if found:
+            self._active = deque(p for p in self._active if p.idx not in ids)
+            self._backoff = [e for e in self._backoff if e[-1].idx not in ids]
+            heapq.heapify(self._backoff)
+            for idx in ids:
+                self._pool.pop(idx, None)
+                self._errored.pop(idx, None)
+                for listening in self._listening.values():
+                    listening.pop(idx, None)
+        return found
+
+    def group_done(self, group: str) -> None:
+        """A pod group's cycle ended (its pods bound or put back)."""
+        self._group_seen[group] = self._changes
+
+    def failed(self, pod: PodInfo, rejectors: frozenset[str], events: frozenset[str] = EVENTS,
+               group: str | None = None) -> None:
+        """The pod's cycle failed, rejected by `rejectors` (empty: an error, never retried within the batch, unless
+        its pod group's cycle takes it), which register hints for `events`. A pod of `group` goes to backoffQ."""
+        if group is None:
+            self.tick()
         if rejectors:
             self._failures[pod.idx] = self._failures.get(pod.idx, 0) + 1
             self._failed_at[pod.idx] = self._clock
+            if group is not None:
+                self._group[pod.idx] = group
+                self._push(pod)
+                return
             self._pool[pod.idx] = (pod, rejectors)
             for e in EVENTS if EXTENDER in rejectors else events & EVENTS:
                 self._listening[e][pod.idx] = None
+        elif group is not None:
+            self._group[pod.idx] = group
+            self._errored[pod.idx] = pod
+
+    def _push(self, pod: PodInfo) -> None:
+        expiry = backoff_seconds(self._failures[pod.idx], self.initial, self.maximum)
+        heapq.heappush(self._backoff, (expiry, -pod.priority, self._failed_at[pod.idx], pod.idx, pod))
 
     def event(self, event: str, other: PodInfo, hint: Hint, at_most: int | None = None) -> None:
         """`event` about `other` reaches the queue: the pool's pods it may help (of priority at most `at_most`, when
@@ -80,8 +132,7 @@ class BatchQueue:
             pod, _ = self._pool.pop(idx)
             for listening in self._listening.values():
                 listening.pop(idx, None)
-            expiry = backoff_seconds(self._failures[idx], self.initial, self.maximum)
-            heapq.heappush(self._backoff, (expiry, -pod.priority, self._failed_at[idx], idx, pod))
+            self._push(pod)
 
     def pending(self) -> list[PodInfo]:
         """The pods the batch leaves in the unschedulable pool."""

@@ -96,6 +96,30 @@ def test_a_pod_that_failed_with_an_error_is_never_retried_within_the_batch():
     assert queue.pop() is None and queue.pending() == []
 
 
+def test_a_pod_group_cycle_takes_its_pods_from_activeq_backoffq_and_the_error_queue_alike():
+    index = _index(*(pod(n, cpu="1") for n in ("queued", "backing-off", "errored", "other")))
+    queued, backing_off, errored, other = index.pods
+    queue = BatchQueue([queued, other], 1, 10)
+    queue.tick()
+    queue.failed(backing_off, frozenset({"NodeResourcesFit"}), group="ns/job")
+    queue.failed(errored, frozenset(), group="ns/job")
+    assert queue.take([queued, backing_off, errored]) == [queued, backing_off, errored]
+    assert queue.pop() is other and queue.pop() is None
+
+
+def test_a_failed_pod_group_is_retried_only_after_a_pod_was_bound_or_deleted_since_its_cycle():
+    index = _index(pod("w0", cpu="1"), pod("w1", cpu="1"))
+    w0, w1 = index.pods
+    queue = BatchQueue([], 1, 10)
+    queue.tick()
+    for p in (w0, w1):  # one rejected by a filter, one waiting at Permit when the group failed
+        queue.failed(p, frozenset({"NodeResourcesFit"}) if p is w0 else frozenset(), group="ns/job")
+    queue.group_done("ns/job")
+    assert queue.pop() is None  # nothing changed: the same cycle would fail the same way
+    queue.changed()
+    assert queue.pop() is w0
+
+
 def test_a_moved_nomination_requeues_only_pods_of_no_higher_priority():
     index = _index(*(pod(n, cpu="1", priority=p) for n, p in (("low", 1), ("high", 9), ("moved", 5))))
     low, high, moved = index.pods

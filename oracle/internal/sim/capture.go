@@ -173,7 +173,13 @@ func (f *preemptionFramework) RunPostFilterPlugins(ctx context.Context, state fw
 			c.postNom = res.NominatedNodeName
 		}
 		c.expVictim = after - before
+		preempts := c.postNom != "" && c.expVictim > 0
 		c.mu.Unlock()
+		if preempts {
+			f.o.mu.Lock()
+			f.o.preempting = append(f.o.preempting, c)
+			f.o.mu.Unlock()
+		}
 	}
 	return res, st
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -22,14 +23,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
@@ -57,7 +61,7 @@ type Options struct {
 type Cycle struct {
 	Cycle          int                         `json:"cycle"`
 	Pod            string                      `json:"pod"`
-	Attempt        int                         `json:"attempt"` // this pod's cycles so far, this one included
+	Attempt        int                         `json:"attempt"`   // this pod's cycles so far, this one included
 	Rejectors      []string                    `json:"rejectors"` // a failed pod's UnschedulablePlugins ∪ PendingPlugins
 	Profile        string                      `json:"profile"`
 	Node           *string                     `json:"node"`
@@ -91,8 +95,22 @@ type Oracle struct {
 	client *fake.Clientset
 	sched  *scheduler.Scheduler
 
-	mu  sync.Mutex
-	cur *capture
+	mu sync.Mutex
+	// caps are the captures of the current ScheduleOne by pod UID: one pod, or every pod of a pod group's cycle;
+	// popped lists them in pop order, order in the order the algorithm reached them, cur is the pod it is at.
+	caps   map[types.UID]*capture
+	popped []*capture
+	order  []*capture
+	cur    *capture
+	// preempting are the call's pods whose preemption announced victims, in PostFilter order: an eviction (made
+	// asynchronously, maybe once the algorithm is at a later pod of the group) goes to the first still short of its.
+	preempting []*capture
+	// groupRank is a pending pod's rank among its pod group's pods in creation order, firstTry its queue's
+	// InitialAttemptTimestamp as kube set it (see track).
+	groupRank map[types.UID]int
+	firstTry  map[types.UID]time.Time
+	// groupSeen is the number of pods bound or deleted when a pod group's last cycle ended, its own victims not counted.
+	groupSeen map[string]uint64
 	// clock is the scheduler's: frozen but for a microsecond per pod created and per cycle, so the batch is
 	// decided at one instant (no backoff expires, no flush runs) and queue timestamps keep their order.
 	clock *testingclock.FakeClock
@@ -102,7 +120,9 @@ type Oracle struct {
 	errored  map[string]bool
 	// events counts the pod events the scheduler's handlers must have finished (bindings seen, pods deleted)
 	// before the next cycle starts, so every event of a cycle reaches the queue before the next pod is popped.
-	events struct{ added, deleted, updated uint64 }
+	// Pending pods added count too: a gang's last pod moves the others to activeQ in its handler, which must end
+	// before the clock moves on, as their queue time is that instant.
+	events struct{ added, deleted, updated, pending uint64 }
 	// version is the last resourceVersion written: the fake clientset keeps objects' own, and kube ignores an
 	// update whose resourceVersion did not change, so every pod write here gets a new one as an API server's would.
 	version int
@@ -114,15 +134,68 @@ var batchStart = time.Unix(1_767_225_600, 0)
 func (o *Oracle) captureFor(p *v1.Pod) *capture {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.cur != nil && o.cur.uid == p.UID {
-		return o.cur
-	}
-	return nil
+	return o.caps[p.UID]
 }
 
-func (o *Oracle) current() *capture {
+// track starts the capture of a pod the queue handed out (NextPod, or PopSpecificPod for the other pods of a pod
+// group). kube sorts a pod group's pods by priority, then InitialAttemptTimestamp; pods a single event moved to
+// activeQ (a gang whose last pod arrived) share one, and kube leaves their order to map iteration. The oracle
+// fixes it: their creation order, by adding each pod's rank in its group in nanoseconds (below the clock's
+// microsecond step, so groups of fewer than 1,000 pods keep every other order).
+func (o *Oracle) track(pi *framework.QueuedPodInfo) {
+	key := pi.Pod.Namespace + "/" + pi.Pod.Name
+	o.attempts[key]++
+	c := newCapture(pi.Pod)
+	c.attempt = o.attempts[key]
+	if pi.Pod.Spec.SchedulingGroup != nil && pi.InitialAttemptTimestamp != nil {
+		base, ok := o.firstTry[pi.Pod.UID]
+		if !ok {
+			base = *pi.InitialAttemptTimestamp
+			o.firstTry[pi.Pod.UID] = base
+		}
+		t := base.Add(time.Duration(o.groupRank[pi.Pod.UID]))
+		pi.InitialAttemptTimestamp = &t
+	}
+	o.mu.Lock()
+	o.caps[pi.Pod.UID] = c
+	o.popped = append(o.popped, c)
+	o.mu.Unlock()
+}
+
+// groupQueue is the scheduler's queue with PopSpecificPod (a pod group's cycle taking its other pods) tracked.
+type groupQueue struct {
+	internalqueue.SchedulingQueue
+	o *Oracle
+}
+
+func (q *groupQueue) PopSpecificPod(logger klog.Logger, pod *v1.Pod) *framework.QueuedPodInfo {
+	pi := q.SchedulingQueue.PopSpecificPod(logger, pod)
+	if pi != nil {
+		q.o.track(pi)
+	}
+	return pi
+}
+
+func groupKey(p *v1.Pod) string {
+	if p.Spec.SchedulingGroup == nil || p.Spec.SchedulingGroup.PodGroupName == nil {
+		return ""
+	}
+	return p.Namespace + "/" + *p.Spec.SchedulingGroup.PodGroupName
+}
+
+// preemptor is the capture an eviction belongs to: the first pod of the call still short of the victims its
+// preemption announced, else the pod the algorithm is at.
+func (o *Oracle) preemptor() *capture {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for _, c := range o.preempting {
+		c.mu.Lock()
+		short := len(c.victims) < int(c.expVictim+0.5)
+		c.mu.Unlock()
+		if short {
+			return c
+		}
+	}
 	return o.cur
 }
 
@@ -139,7 +212,8 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 		opts.Timeout = 60 * time.Second
 	}
 	o := &Oracle{opts: opts, clock: testingclock.NewFakeClock(batchStart), attempts: map[string]int{},
-		errored: map[string]bool{}}
+		errored: map[string]bool{}, caps: map[types.UID]*capture{}, groupRank: map[types.UID]int{},
+		firstTry: map[types.UID]time.Time{}, groupSeen: map[string]uint64{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -190,21 +264,27 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 	}
 	enc := json.NewEncoder(opts.Out)
 	limit := 20*pending + 100
-	for i := 0; o.runnable(); i++ {
-		if i >= limit {
+	i := 0
+	for calls := 0; o.runnable(); calls++ {
+		if calls >= limit {
 			return fmt.Errorf("the batch did not settle after %d cycles", limit)
 		}
 		started := time.Now()
-		c, err := o.cycle(ctx)
+		caps, err := o.cycle(ctx)
 		if err != nil {
 			return err
 		}
 		seconds := time.Since(started).Seconds()
-		out := o.output(i, c)
-		out.Seconds = seconds
-		out.ScheduleSecs = c.scheduling
-		if err := enc.Encode(out); err != nil {
-			return err
+		for k, c := range caps { // a pod group's cycle: one line per pod; the first carries the call's time
+			out := o.output(i, c)
+			if k == 0 {
+				out.Seconds = seconds
+				out.ScheduleSecs = c.scheduling
+			}
+			if err := enc.Encode(out); err != nil {
+				return err
+			}
+			i++
 		}
 	}
 	return nil
@@ -212,17 +292,33 @@ func Run(ctx context.Context, st *state.State, opts Options) error {
 
 // runnable reports whether the queue would pop a pod now: one in activeQ, or (activeQ empty) one in backoffQ
 // that did not fail with an error (kube pops from backoffQ when activeQ is empty, never from its error queue).
+// A pod group's pods always go back to backoffQ, whatever the events (kube 1.36 has no event-based requeueing for
+// pod groups yet), so an unschedulable group would come back forever: the oracle retries a group only when some
+// pod was bound or deleted since its last cycle (its own preemption's victims included, its own pods bound not),
+// as nothing else can change its result.
 func (o *Oracle) runnable() bool {
 	q := o.sched.SchedulingQueue
 	if len(q.PodsInActiveQ()) > 0 {
 		return true
 	}
+	o.mu.Lock()
+	changes := o.events.added + o.events.deleted
+	o.mu.Unlock()
 	for _, p := range q.PodsInBackoffQ() {
-		if !o.errored[p.Namespace+"/"+p.Name] {
-			return true
+		if o.errored[p.Namespace+"/"+p.Name] {
+			continue
 		}
+		if seen, ok := o.groupSeen[groupKey(p)]; ok && o.workloads() && seen == changes {
+			continue
+		}
+		return true
 	}
 	return false
+}
+
+// workloads reports whether pods of a pod group get a pod group cycle (GenericWorkload).
+func (o *Oracle) workloads() bool {
+	return utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)
 }
 
 // waitForEvents waits until the scheduler's handlers finished every binding and deletion seen so far (the
@@ -240,6 +336,7 @@ func (o *Oracle) waitForEvents(ctx context.Context) error {
 		want := o.events
 		o.mu.Unlock()
 		return count(framework.EventAssignedPodAdd.Label()) >= want.added &&
+			count(framework.EventUnscheduledPodAdd.Label()) >= want.pending &&
 			count(framework.EventAssignedPodDelete.Label()) >= want.deleted &&
 			count(framework.EventUnscheduledPodUpdate.Label()) >= want.updated
 	})
@@ -258,25 +355,28 @@ func (o *Oracle) wrap() {
 		}
 	}
 
+	s.SchedulingQueue = &groupQueue{SchedulingQueue: s.SchedulingQueue, o: o}
 	nextPod := s.NextPod
 	s.NextPod = func(logger klog.Logger) (*framework.QueuedPodInfo, error) {
-		for {
-			pi, err := nextPod(logger)
-			if err != nil || pi == nil || pi.Pod == nil {
-				return pi, err
-			}
-			key := pi.Pod.Namespace + "/" + pi.Pod.Name
-			o.attempts[key]++
-			o.mu.Lock()
-			o.cur = newCapture(pi.Pod)
-			o.cur.attempt = o.attempts[key]
-			o.mu.Unlock()
-			return pi, nil
+		pi, err := nextPod(logger)
+		if err != nil || pi == nil || pi.Pod == nil {
+			return pi, err
 		}
+		o.mu.Lock()
+		o.caps, o.popped, o.order, o.cur, o.preempting = map[types.UID]*capture{}, nil, nil, nil, nil
+		o.mu.Unlock()
+		o.track(pi)
+		return pi, nil
 	}
 
 	schedulePod := s.SchedulePod
 	s.SchedulePod = func(ctx context.Context, f framework.Framework, cs fwk.CycleState, pi *framework.QueuedPodInfo) (scheduler.ScheduleResult, error) {
+		o.mu.Lock()
+		if c := o.caps[pi.Pod.UID]; c != nil && c != o.cur {
+			o.order = append(o.order, c)
+			o.cur = c
+		}
+		o.mu.Unlock()
 		res, err := schedulePod(ctx, f, cs, pi)
 		c := o.captureFor(pi.Pod)
 		if c == nil || err != nil {
@@ -304,11 +404,7 @@ func (o *Oracle) wrap() {
 	s.FailureHandler = func(ctx context.Context, f framework.Framework, pi *framework.QueuedPodInfo, st *fwk.Status, ni *fwk.NominatingInfo, start time.Time) {
 		if c := o.captureFor(pi.Pod); c != nil {
 			c.mu.Lock()
-			if err := st.AsError(); err != nil {
-				c.failMsg = err.Error()
-			} else {
-				c.failMsg = st.Message()
-			}
+			c.failMsg = st.Message() // what kube writes into the PodScheduled condition
 			if ni.Mode() == fwk.ModeOverride {
 				c.nominated = ni.NominatedNodeName
 			}
@@ -360,7 +456,12 @@ func (o *Oracle) populate(ctx context.Context, st *state.State) (int, error) {
 		}
 	}
 	pending := 0
+	inGroup := map[string]int{}
 	for _, p := range st.PendingOrder() {
+		if k := groupKey(p); k != "" {
+			o.groupRank[p.UID] = inGroup[k]
+			inGroup[k]++
+		}
 		if _, ok := o.sched.Profiles[p.Spec.SchedulerName]; !ok {
 			fmt.Fprintf(os.Stderr, "kube-oracle: warning: pod %s/%s: no profile for schedulerName %q; not scheduled\n", p.Namespace, p.Name, p.Spec.SchedulerName)
 			if _, err := cs.Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -368,10 +469,16 @@ func (o *Oracle) populate(ctx context.Context, st *state.State) (int, error) {
 			}
 			continue
 		}
+		o.mu.Lock()
+		o.events.pending++
+		o.mu.Unlock()
 		if err := o.createPod(ctx, p, func() bool {
 			_, ok := o.sched.SchedulingQueue.GetPod(p.Name, p.Namespace)
 			return ok
 		}); err != nil {
+			return 0, err
+		}
+		if err := o.waitForEvents(ctx); err != nil {
 			return 0, err
 		}
 		if len(p.Spec.SchedulingGates) > 0 {
@@ -410,9 +517,10 @@ func (o *Oracle) waitFor(ctx context.Context, what string, cond func() bool) err
 	return nil
 }
 
-// cycle runs one ScheduleOne and waits until its effects (binding or
-// failure, preemption victims' deletion) are visible to the scheduler.
-func (o *Oracle) cycle(ctx context.Context) (*capture, error) {
+// cycle runs one ScheduleOne and waits until its effects (bindings or failures, preemption victims' deletion)
+// are visible to the scheduler. It returns the captures of the call: one pod's, or a pod group's in the order
+// the algorithm reached them (pods it never reached last, in pop order).
+func (o *Oracle) cycle(ctx context.Context) ([]*capture, error) {
 	watchdog := time.AfterFunc(o.opts.Timeout, func() {
 		if f, ok := o.opts.Out.(interface{ Flush() error }); ok {
 			_ = f.Flush() // the cycles finished so far still reach stdout (the main goroutine is blocked)
@@ -425,15 +533,53 @@ func (o *Oracle) cycle(ctx context.Context) (*capture, error) {
 	o.sched.ScheduleOne(ctx)
 	scheduling := time.Since(started).Seconds()
 	watchdog.Stop()
-	c := o.current()
-	if c == nil {
+	o.mu.Lock()
+	caps := append([]*capture(nil), o.order...)
+	for _, c := range o.popped {
+		if !slices.Contains(caps, c) {
+			caps = append(caps, c)
+		}
+	}
+	o.mu.Unlock()
+	if len(caps) == 0 {
 		return nil, fmt.Errorf("scheduling queue returned no pod")
 	}
-	c.mu.Lock()
-	c.scheduling = scheduling
-	c.mu.Unlock()
-	// Binding runs asynchronously: wait for the bind (confirmed in the cache)
-	// or for the failure handler.
+	caps[0].mu.Lock()
+	caps[0].scheduling = scheduling
+	caps[0].mu.Unlock()
+	var deleted uint64
+	for _, c := range caps {
+		n, err := o.settle(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		deleted += n
+	}
+	o.mu.Lock()
+	for _, c := range caps {
+		c.mu.Lock()
+		if c.bound != "" && !c.failed {
+			o.events.added++
+		}
+		c.mu.Unlock()
+	}
+	seen := o.events.added + o.events.deleted // the group's own victims, deleted after its cycle, are news to it
+	o.events.deleted += deleted
+	o.mu.Unlock()
+	for _, c := range caps {
+		if k := groupKey(c.pod); k != "" {
+			o.groupSeen[k] = seen
+		}
+	}
+	if err := o.waitForEvents(ctx); err != nil {
+		return nil, err
+	}
+	return caps, nil
+}
+
+// settle waits until one pod of the call is bound (confirmed in the cache) or failed, and its preemption's
+// victims (async by default) are deleted and gone from the cache; it returns how many victims went.
+func (o *Oracle) settle(ctx context.Context, c *capture) (uint64, error) {
 	if err := o.waitFor(ctx, "binding of "+c.key, func() bool {
 		c.mu.Lock()
 		failed, bound := c.failed, c.bound
@@ -447,9 +593,8 @@ func (o *Oracle) cycle(ctx context.Context) (*capture, error) {
 		assumed, _ := o.sched.Cache.IsAssumedPod(c.pod)
 		return !assumed
 	}); err != nil {
-		return nil, err
+		return 0, err
 	}
-	// Preemption (async by default) deletes victims in the background.
 	c.mu.Lock()
 	exp := int(c.expVictim + 0.5)
 	nom := c.postNom
@@ -460,7 +605,7 @@ func (o *Oracle) cycle(ctx context.Context) (*capture, error) {
 			defer c.mu.Unlock()
 			return len(c.victims) >= exp
 		}); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
 	c.mu.Lock()
@@ -471,22 +616,10 @@ func (o *Oracle) cycle(ctx context.Context) (*capture, error) {
 			_, err := o.sched.Cache.GetPod(v)
 			return err != nil
 		}); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
-	c.mu.Lock()
-	bound := c.bound != "" && !c.failed
-	c.mu.Unlock()
-	o.mu.Lock()
-	if bound {
-		o.events.added++
-	}
-	o.events.deleted += uint64(len(victims))
-	o.mu.Unlock()
-	if err := o.waitForEvents(ctx); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return uint64(len(victims)), nil
 }
 
 func (o *Oracle) output(i int, c *capture) *Cycle {
@@ -629,7 +762,7 @@ func (o *Oracle) recordVictim(ns, name string) {
 	if err != nil {
 		return
 	}
-	c := o.current()
+	c := o.preemptor()
 	if c == nil {
 		return
 	}

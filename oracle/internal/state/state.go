@@ -35,11 +35,16 @@ import (
 var loadedKinds = map[string]bool{
 	"Node": true, "Pod": true, "PodDisruptionBudget": true, "PriorityClass": true,
 	"Namespace": true, "PersistentVolume": true, "PersistentVolumeClaim": true,
-	"StorageClass": true, "CSINode": true, "Service": true,
+	"StorageClass": true, "CSINode": true, "Service": true, "PodGroup": true,
 }
 
+// podGroupAPIVersion is the only PodGroup kube-scheduler reads (GenericWorkload); scheduler-plugins'
+// scheduling.x-k8s.io PodGroups are ignored like any other unknown kind.
+const podGroupAPIVersion = "scheduling.k8s.io/v1alpha2"
+
 // namespaced are the loaded kinds that live in a namespace ("default" when a file leaves it out).
-var namespaced = map[string]bool{"Pod": true, "PodDisruptionBudget": true, "PersistentVolumeClaim": true, "Service": true}
+var namespaced = map[string]bool{"Pod": true, "PodDisruptionBudget": true, "PersistentVolumeClaim": true, "Service": true,
+	"PodGroup": true}
 
 // State is the merged content of all state files, in file order.
 type State struct {
@@ -154,7 +159,7 @@ func (st *State) addDoc(file string, raw []byte, defAPIVersion, defKind string, 
 	if h.Kind == "" {
 		return &Error{File: file, Err: errors.New("object without kind")}
 	}
-	if !loadedKinds[h.Kind] {
+	if !loadedKinds[h.Kind] || (h.Kind == "PodGroup" && h.APIVersion != podGroupAPIVersion) {
 		return nil
 	}
 	if h.Metadata.Namespace == "" && namespaced[h.Kind] {

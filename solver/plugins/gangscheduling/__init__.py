@@ -2,12 +2,13 @@
 or not at all — at least minCount of them, counting those already running — and, with a topology key, all in one
 domain of it.
 
-The greedy engine does it as kube's plugin does at one instant (kube 1.36's GangScheduling, alpha, and
-scheduler-plugins' coscheduling alike): a pod whose gang has fewer pods than minCount in the state waits in
-PreEnqueue (`gate`); the gang's pods are placed one by one, each holding its node, and at the end of the batch a gang
-that did not reach minCount releases them all — none binds (`incomplete`). With a topology key, the first pod's
-domain holds the others (a PreFilter node subset, `domain_nodes`): a simplification of kube's workload-aware
-placement, which weighs the domains for the whole group. The CP-SAT encoding is in `encoding.py`.
+In the greedy engine a pod whose gang has fewer pods than minCount in the state waits in PreEnqueue (`gate`). kube's
+own PodGroups (scheduling.k8s.io) without a topology key then go through kube 1.36's pod-group cycle
+(`GreedyScheduler.schedule_group`). Scheduler-plugins' coscheduling gangs, and kube's with a topology key (which
+kube enforces only with its alpha TopologyAwareWorkloadScheduling), are placed one by one, each pod holding its
+node, and at the end of the batch a gang that did not reach minCount releases them all — none binds
+(`incomplete`); with a topology key, the first pod's domain holds the others (a PreFilter node subset,
+`domain_nodes`). The CP-SAT encoding is in `encoding.py`.
 """
 
 from __future__ import annotations
@@ -26,10 +27,19 @@ def gang_of(index: ClusterIndex, pod: PodInfo):
 
 
 def gate(index: ClusterIndex, pod: PodInfo) -> str | None:
-    """The PreEnqueue message of a pod whose gang has fewer pods than its minimum, else None."""
+    """The PreEnqueue message of a pod whose gang has fewer pods than its minimum, or that names in
+    `spec.schedulingGroup` a PodGroup the state lacks (kube waits for it), else None."""
     gang = gang_of(index, pod)
-    if gang is None or len(gang.members) >= gang.min_count:
+    if gang is None:
+        group = pod.spec.scheduling_group.pod_group_name if pod.spec.scheduling_group is not None else None
+        if group and not any(g.metadata.namespace == pod.namespace and g.metadata.name == group
+                             for g in index.snapshot.pod_groups if g.kube):
+            return f'waiting for pods\'s pod group "{group}" to appear in scheduling queue'  # kube's PreEnqueue
         return None
+    if len(gang.members) >= gang.min_count:
+        return None
+    if gang.kube:
+        return "waiting for minCount pods from a gang to appear in scheduling queue"  # kube's PreEnqueue
     return (f"waiting for {gang.min_count - len(gang.members)} more pods of PodGroup {gang.key} "
             f"(minCount {gang.min_count}, {len(gang.members)} exist)")
 

@@ -43,18 +43,51 @@ def _on(plan) -> dict[str, str]:
     return {p.pod.split("/", 1)[1]: p.node for p in plan.placements if p.node}
 
 
-@pytest.mark.parametrize("label", [False, True], ids=["scheduling.k8s.io", "scheduling.x-k8s.io"])
-def test_a_gang_that_cannot_reach_its_minimum_places_nobody_in_either_engine(label):
+PERMIT_WAIT = ("pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, one or more plugins "
+               "asked to wait and no plugin rejected pod")
+NO_ROOM = "0/1 nodes are available: 1 Insufficient cpu."
+
+
+@pytest.mark.parametrize(("label", "held"), [
+    # kube's pod-group cycle: three pods fit and wait at Permit, the fourth does not fit; the group fails
+    (False, PERMIT_WAIT),
+    # coscheduling, one pod at a time: three pods held their nodes, then left at the end of the batch
+    (True, "PodGroup default/job: only 3 of minCount 4"),
+], ids=["scheduling.k8s.io", "scheduling.x-k8s.io"])
+def test_a_gang_that_cannot_reach_its_minimum_places_nobody_in_either_engine(label, held):
     group = cosched_group("job", 4) if label else kube_group("job", 4)
     index = _index(node("a", cpu="3"), group, *(member(f"w{i}", "job", "1", i, label) for i in range(4)))
     assert len(index.gangs) == 1 and index.gangs[0].min_count == 4
     greedy, cpsat = schedule_greedy(index), schedule_cpsat(index, options=OPTS)
     for plan in (greedy, cpsat):
         assert _on(plan) == {} and verify_plan(index, plan) == []
-    # greedy placed three, which then left (the fourth fails kube's filters, and says so); CP-SAT decides the gang
-    assert [p.reason.startswith("PodGroup default/job: only 3 of minCount 4") for p in greedy.placements] == [
-        True, True, True, False]
+    # the fourth fails kube's filters, and says so; CP-SAT decides the gang as a whole
+    assert [p.reason.startswith(held) for p in greedy.placements] == [True, True, True, False]
+    assert greedy.placements[3].reason.startswith(NO_ROOM)
     assert all(p.reason.startswith("PodGroup default/job") for p in cpsat.placements)
+
+
+@pytest.mark.parametrize(("label", "single_placed"), [
+    (False, True),  # kube's pod-group cycle undoes the group's assumptions before the next pod
+    (True, False),  # coscheduling: the gang holds the node until the end of the batch
+], ids=["scheduling.k8s.io", "scheduling.x-k8s.io"])
+def test_a_pod_queued_after_a_gang_that_fails_sees_the_node_it_would_have_held_only_under_kube(label, single_placed):
+    group = cosched_group("job", 4) if label else kube_group("job", 4)
+    index = _index(node("a", cpu="3"), group, *(member(f"w{i}", "job", "1", i, label) for i in range(4)),
+                   pod("single", cpu="3", creation="2026-01-01T00:00:09Z"))
+    plan = schedule_greedy(index)
+    assert _on(plan) == ({"single": "a"} if single_placed else {})
+    assert verify_plan(index, plan) == []
+
+
+def test_kube_schedules_a_pod_group_by_priority_then_queue_order_so_the_first_pods_take_the_best_nodes():
+    # "late" has the higher priority: kube's cycle tries it first, and it takes the emptier node "b"
+    late = member("late", "job", "1", 5)
+    late["spec"]["priority"] = 10
+    index = _index(node("a", cpu="4"), node("b", cpu="8"), kube_group("job", 2), member("early", "job", "3", 0),
+                   late)
+    plan = schedule_greedy(index)
+    assert _on(plan) == {"late": "b", "early": "b"}  # "early" first would take "b" and leave "late" to "a"
 
 
 def test_the_window_places_a_gang_that_kube_one_pod_at_a_time_leaves_out():
@@ -99,11 +132,23 @@ def test_a_gang_that_prefers_a_topology_lands_in_one_domain_when_it_can_and_kube
     assert verify_plan(index, cpsat) == []
 
 
-def test_a_gang_with_fewer_pods_than_its_minimum_waits_in_the_queue():
-    index = _index(node("a", cpu="8"), kube_group("job", 3), member("w0", "job", "1", 0), member("w1", "job", "1", 1))
+@pytest.mark.parametrize(("label", "why"), [
+    (False, "waiting for minCount pods from a gang to appear in scheduling queue"),  # kube's PreEnqueue
+    (True, "waiting for 1 more pods of PodGroup default/job"),
+], ids=["scheduling.k8s.io", "scheduling.x-k8s.io"])
+def test_a_gang_with_fewer_pods_than_its_minimum_waits_in_the_queue(label, why):
+    group = cosched_group("job", 3) if label else kube_group("job", 3)
+    index = _index(node("a", cpu="8"), group, member("w0", "job", "1", 0, label), member("w1", "job", "1", 1, label))
     for plan in (schedule_greedy(index), schedule_cpsat(index, options=OPTS)):
         assert _on(plan) == {}
-        assert all(p.reason.startswith("waiting for 1 more pods of PodGroup default/job") for p in plan.placements)
+        assert all(p.reason.startswith(why) for p in plan.placements)
+
+
+def test_a_pod_naming_a_pod_group_the_state_lacks_waits_for_it_as_kube_does():
+    index = _index(node("a", cpu="8"), kube_group("other", 1), member("w0", "job", "1", 0), pod("single", cpu="1"))
+    plan = schedule_greedy(index)
+    assert _on(plan) == {"single": "a"}
+    assert plan.placements[0].reason == 'waiting for pods\'s pod group "job" to appear in scheduling queue'
 
 
 def test_running_pods_of_a_gang_count_towards_its_minimum():
@@ -130,3 +175,31 @@ def test_the_verifier_rejects_a_plan_that_places_part_of_a_gang():
     partial = Plan(engine="test", placements=[Placement("default/w0", "a", None, 0),
                                               Placement("default/w1", None, "left out", 0)])
     assert [(v.pod, v.rule) for v in verify_plan(index, partial)] == [("default/w0", "GangScheduling")]
+
+
+def test_a_pod_group_that_needs_preemption_waits_nominated_then_binds_once_its_victims_are_gone():
+    # kube's cycle keeps w0's victim in its state, so w1 needs preemption too: on "a" again (tied with "b", where
+    # kube picks at random and kplace takes the first), whose victim w0 already evicted. The group passes Permit
+    # with both assumed, waits for the preemption, and binds on its retry.
+    from kplace.solver.trace import trace
+
+    gang = []
+    for i in range(2):
+        m = member(f"w{i}", "job", "2", i + 1)
+        m["spec"]["priority"] = 100
+        gang.append(m)
+    index = _index(node("a", cpu="4"), node("b", cpu="4"), pod("low1", cpu="3", node_name="a"),
+                   pod("low2", cpu="3", node_name="b"), kube_group("job", 2), *gang)
+    cycles = [(c["pod"][8:], c["attempt"], c["node"], c["nominated"], c["victims"]) for c in trace(index)]
+    assert cycles == [("w0", 1, None, "a", ["default/low1"]), ("w1", 1, None, "a", []),
+                      ("w0", 2, "a", None, []), ("w1", 2, "a", None, [])]
+    plan = schedule_greedy(index)
+    assert [e.pod for e in plan.evictions] == ["default/low1"] and verify_plan(index, plan) == []
+
+
+def test_the_oracle_runs_with_kubes_pod_group_gates_exactly_when_a_pod_names_a_pod_group():
+    from kplace.solver.oracle import POD_GROUP_GATES, oracle_flags
+
+    kube = _index(node("a"), kube_group("job", 1), member("w0", "job", "1", 0))
+    cosched = _index(node("a"), cosched_group("job", 1), member("w0", "job", "1", 0, label=True))
+    assert oracle_flags(kube) == POD_GROUP_GATES and oracle_flags(cosched) == ()
