@@ -53,6 +53,9 @@ Decided = tuple[str, list[Placement], list]  # status, placements, (victim, node
 
 
 class CpsatScheduler:
+    """`run` schedules the pending pods window by window; `solve_window` decides one window on `state`, the state
+    earlier windows left, and moves `state` on to the state its plan leaves."""
+
     def __init__(self, index: ClusterIndex, config: SchedulerConfig | None = None,
                  options: CpsatOptions | None = None) -> None:
         self.index = index
