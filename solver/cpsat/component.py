@@ -4,9 +4,10 @@ from the hint, in its share of the window's budget; the results merged into one.
 
 A stage whose optimum the hint already reaches (every pod placed, nobody evicted) is fixed without a search. A
 surrogate stage (one whose expression stands in for the score measure) is probed first and searched on only when
-the probe gained on its hint (`ComponentSolver._surrogate`). When a scoped model leaves pods out, its optimum
-proves nothing for the whole domains: each placed stage's bound is then the capacity bound (`capacity_counts`),
-and the component is solved again on the full domains from that plan when time is left.
+the probe gained on its hint (`ComponentSolver._surrogate`). Bounds are reported for the whole domains: a placed
+stage's is capped by capacity alone (`capacity_counts`), and when a scoped model leaves pods out its own bound
+proves nothing for them, so the trivial one (every pod placed) stands in and the component is solved again on the
+full domains from that plan when time is left.
 """
 
 from __future__ import annotations
