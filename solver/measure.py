@@ -14,7 +14,9 @@ its weight in the profile. The measure of P is M(P) = Σ_{p placed by P} m(p), r
 Every plan is judged by this one number: greedy's, CP-SAT's, a rebalance's, or a user's plan given to
 `kplace verify`. It is kube's own priorities as they play out: the 40th pod on a node sees the 39 before it.
 Pods identical to every plugin (`framework.identical`) on the same node have the same S ∖ p, so each
-(identity class, node) pair is scored once and counted as many times as it holds pods.
+(identity class, node) pair is scored once and counted as many times as it holds pods. Only n's entry of
+each N_i is read, so a plugin whose score reads node n alone and is not normalised is scored at n only
+(`run_scores(at=...)`).
 """
 
 from __future__ import annotations
@@ -71,8 +73,8 @@ def pod_measure(config: SchedulerConfig, state: ClusterState, pod: PodInfo, node
         feasible = nodes[out.code == 0]
         if not (feasible == node).any():
             feasible = np.append(feasible, node)
-        per_plugin, totals = run_scores(profile, state, pod, cycle, feasible)
         at = int(np.flatnonzero(feasible == node)[0])
+        per_plugin, totals = run_scores(profile, state, pod, cycle, feasible, at)
         parts = {name: int(s[at]) * profile.weights.get(name, 1) for name, s in per_plugin.items()}
         return int(totals[at]), parts
     finally:

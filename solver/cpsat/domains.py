@@ -10,11 +10,14 @@ Coefficient c[g, n] = Σ_p weight_p · normalize_p(score_p(rep_g, n)) over the *
 without a CP-SAT encoding, `plugins.encodings`: their score of a pod on a node does not depend on where the
 other window pods go), normalised over the group's domain (kube normalises over the nodes it sampled). The
 state-dependent plugins contribute their own terms on the final state (`objective`). `rank[g, n]` is kube's
-whole weighted total at the window's start, the order in which a group's scope keeps nodes.
+whole weighted total at the window's start, the order in which a group's scope keeps nodes. In a window where
+a group may preempt, its domain is taken on the state without the candidate victims below its priority
+(`window_domains`): the model decides which go.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +27,11 @@ from ..framework.plugin import Code, CycleState
 from ..framework.runtime import run_filters, run_pre_filter, run_scores
 from ..framework.state import ClusterState
 from ..plugins import encodings
+from ..plugins.defaultpreemption.encoding import Victims, may_preempt
 from .groups import PodGroup
+from .options import ProfileOf
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -56,3 +63,30 @@ def group_domain(profile: Profile, state: ClusterState, group: PodGroup,
     for name in encoded & per_plugin.keys():
         static -= per_plugin[name] * profile.weights.get(name, 1)
     return GroupDomain(ok, static, total)
+
+
+def window_domains(state: ClusterState, groups: list[PodGroup], profile: ProfileOf,
+                   encoded: frozenset[str], victims: Victims | None) -> dict[int, GroupDomain]:
+    """Each group's domain on `state`; a group that may preempt gets the nodes its filters pass once the candidates
+    below its priority are gone. A group whose pods fail to evaluate unexpectedly gets none (logged; greedy's
+    attempt, which fails the same way, gives the pods their reason)."""
+    def domain(group: PodGroup, on: ClusterState) -> GroupDomain:
+        try:
+            return group_domain(profile(group.rep), on, group, encoded)
+        except Exception:
+            log.exception("evaluating pod %s failed", group.rep.key)
+            empty = np.zeros(0, np.int64)
+            return GroupDomain(empty, empty, empty)
+
+    out, without = {}, {}
+    for g in groups:
+        gone = victims.below(g.priority) if victims is not None and may_preempt(g.rep, profile(g.rep)) else []
+        if not gone:
+            out[g.gid] = domain(g, state)
+            continue
+        if g.priority not in without:
+            without[g.priority] = state.fork()
+            for v in gone:
+                without[g.priority].forget(v)
+        out[g.gid] = domain(g, without[g.priority])
+    return out

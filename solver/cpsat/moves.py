@@ -21,7 +21,8 @@ from kplace.models.index import ClusterIndex
 from kplace.models.plan import Move, Placement, Plan
 
 from ..framework.config import SchedulerConfig
-from .window import CpsatOptions, schedule_cpsat
+from .options import CpsatOptions
+from .window import schedule_cpsat
 
 log = logging.getLogger(__name__)
 

@@ -108,6 +108,10 @@ class Plugin:
     points: ClassVar[frozenset[str]] = frozenset()
     #: the pod events (`framework.queue`) this plugin registers a queueing hint for
     hint_events: ClassVar[frozenset[str]] = frozenset()
+    #: its score of a pod on a node reads that node alone (and the pod): scoring any subset of nodes gives the same
+    #: value per node, so a score wanted at one node (`runtime.run_scores(at=...)`) needs no other, unless
+    #: `normalize` does
+    node_local_score: ClassVar[bool] = False
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.args = dict(args or {})

@@ -15,7 +15,7 @@ import numpy as np
 from kplace.models.index import PodInfo
 
 from .config import Profile
-from .plugin import MAX_NODE_SCORE, Code, CycleState, FilterResult
+from .plugin import MAX_NODE_SCORE, Code, CycleState, FilterResult, Plugin
 from .state import ClusterState
 
 
@@ -150,17 +150,24 @@ def run_filters(
 
 
 def run_scores(
-    profile: Profile, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray
+    profile: Profile, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray, at: int | None = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Normalised (0..100) score per plugin over `nodes`, and the weighted total."""
+    """Normalised (0..100) score per plugin over `nodes`, and the weighted total. With `at`, only position `at` of
+    the arrays is wanted: a plugin whose score is node-local (`Plugin.node_local_score`) and not normalised is
+    scored at nodes[at] alone (its other entries are 0); every other plugin still scores all `nodes`, which its
+    normalisation needs."""
     per_plugin: dict[str, np.ndarray] = {}
     total = np.zeros(len(nodes), dtype=np.int64)
     for plugin in profile.at("score"):
         if not plugin.pre_score(state, pod, cycle, nodes):
             per_plugin[plugin.name] = np.zeros(len(nodes), dtype=np.int64)
             continue
-        raw = np.asarray(plugin.score(state, pod, cycle, nodes), dtype=np.int64)
-        norm = np.asarray(plugin.normalize(raw, pod, cycle), dtype=np.int64)
+        if at is not None and plugin.node_local_score and type(plugin).normalize is Plugin.normalize:
+            norm = np.zeros(len(nodes), dtype=np.int64)
+            norm[at] = np.asarray(plugin.score(state, pod, cycle, nodes[at : at + 1]), dtype=np.int64)[0]
+        else:
+            raw = np.asarray(plugin.score(state, pod, cycle, nodes), dtype=np.int64)
+            norm = np.asarray(plugin.normalize(raw, pod, cycle), dtype=np.int64)
         if len(norm) and (norm.min() < 0 or norm.max() > MAX_NODE_SCORE):
             raise RuntimeError(f"plugin {plugin.name} returned a score outside [0, 100] for pod {pod.key}")
         per_plugin[plugin.name] = norm

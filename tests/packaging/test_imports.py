@@ -2,7 +2,8 @@
 only the models (it shares no code with the engines or the encodings); the framework imports no plugin (the
 plugins register themselves with it, `framework.config.use_registry`); the Kubernetes rebalancer and ROADEF share
 no code but the models (the deprecated `rebalance --format roadef` reaches `roadef solve` through the command
-registry). Imports inside functions count."""
+registry); the CP-SAT engine's parts (baselines, scopes, components, ranking, assembly) are tied together by
+`cpsat/window.py` alone. Imports inside functions count."""
 
 import ast
 from pathlib import Path
@@ -71,6 +72,9 @@ CONTRACTS = {
         lambda t: t.startswith(("kplace.solver.plugins", "kplace.solver.greedy", "kplace.solver.cpsat"))),
     "the rebalancer imports nothing of ROADEF": (
         _product_files("solver/rebalance"), lambda t: _within(t, ROADEF)),
+    "the CP-SAT engine's parts import nothing of the window orchestration that ties them together": (
+        [p for p in _product_files("solver/cpsat") if p.name not in ("window.py", "__init__.py", "moves.py")],
+        lambda t: _within(t, "kplace.solver.cpsat.window")),
     "ROADEF imports nothing of the rebalancer": (
         _product_files("solver/roadef"), lambda t: _within(t, "kplace.solver.rebalance")),
     "ROADEF's solver imports only the models and itself (its command, the CLI's options too)": (

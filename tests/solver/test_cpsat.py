@@ -61,9 +61,9 @@ def test_a_window_greedy_leaves_short_starts_from_first_fit_decreasing_but_repor
 
 
 def test_when_the_search_finds_nothing_in_time_a_reordered_pass_that_beats_greedy_is_kept(monkeypatch):
-    from kplace.solver.cpsat.window import ComponentResult, CpsatScheduler
+    from kplace.solver.cpsat.component import ComponentResult, ComponentSolver
 
-    monkeypatch.setattr(CpsatScheduler, "_solve_component",
+    monkeypatch.setattr(ComponentSolver, "solve",
                         lambda self, groups, *a, **k: ComponentResult({}, False, 0, 0, 0, ok=False))
     state = build_state(
         [node("a", cpu="4"), node("b", cpu="4")],
@@ -333,13 +333,14 @@ def test_windows_that_together_place_fewer_than_greedy_give_way_to_the_greedy_pl
 
 
 def test_windows_that_place_every_pod_beyond_the_measure_check_are_not_compared_with_a_greedy_run(monkeypatch):
-    from kplace.solver.cpsat import window as window_mod
+    from kplace.solver.cpsat import whole_run
+    from kplace.solver.greedy import GreedyScheduler
 
     def fail(*args, **kwargs):
         raise AssertionError("a plan placing every pod needs no whole-run greedy comparison for pods placed")
 
-    monkeypatch.setattr(window_mod.GreedyScheduler, "run", fail)
-    monkeypatch.setattr(window_mod, "MEASURE_CHECK", 2)  # the score measure's comparison: up to 2 pods
+    monkeypatch.setattr(GreedyScheduler, "run", fail)
+    monkeypatch.setattr(whole_run, "MEASURE_CHECK", 2)  # the score measure's comparison: up to 2 pods
     state = build_state(node("a", cpu="4"), [pod(f"p{i}", cpu="1", creation=_ts(i)) for i in range(3)])
     plan = schedule_cpsat(state.index, options=CpsatOptions(window=1, time_limit=5, workers=1))
     assert len(plan.windows) == 3

@@ -12,6 +12,7 @@ from .helpers import calculate_priority, sum_image_scores
 
 class ImageLocality(Plugin):
     name = "ImageLocality"
+    node_local_score = True  # the node's images, with their spread over the whole cluster
 
     def score(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:
         spec = pod.spec

@@ -25,6 +25,7 @@ from .scoring import balanced_allocation, least_allocated, most_allocated, reque
 class NodeResourcesFit(Plugin):
     name = "NodeResourcesFit"
     hint_events = frozenset({ASSIGNED_POD_DELETE})  # any assigned pod deleted may free what the pod lacked
+    node_local_score = True  # the node's requested and allocatable with the pod's requests
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         super().__init__(args)
@@ -49,6 +50,7 @@ class NodeResourcesFit(Plugin):
 
 class NodeResourcesBalancedAllocation(Plugin):
     name = "NodeResourcesBalancedAllocation"
+    node_local_score = True  # the node's requested and allocatable with the pod's requests
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         super().__init__(args)
