@@ -88,6 +88,15 @@ def deployment(name: str, replicas: int, *, cpu: str = "500m", memory: str = "25
                                                                                       "memory": memory}}}]}}}}
 
 
+def kplace_profile(tmp_path) -> str:
+    """A KubeSchedulerConfiguration file whose one profile is for `schedulerName: kplace` (the default profile's
+    plugins): kplace, as kube-scheduler, decides only the pods of its profiles."""
+    path = tmp_path / "kplace-profile.yaml"
+    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                    "profiles: [{schedulerName: kplace}]\n")
+    return str(path)
+
+
 def namespace(api, name: str) -> str:
     create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     wait_for(lambda: _has_default_service_account(api, name), f"the default ServiceAccount of namespace {name}")

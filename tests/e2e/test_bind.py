@@ -14,19 +14,15 @@ from kplace.solver.binder import commit_api
 from kplace.solver.binder.live import read_cluster
 from kplace.solver.cli import main
 
-from .helpers import bind, create, deployment, namespace, pods, running_and_ready, wait_for
+from .helpers import bind, create, deployment, kplace_profile, namespace, pods, running_and_ready, wait_for
 
 pytestmark = pytest.mark.slow  # each session starts a control plane: CI's run (--slow), not the fast one
 
 
 def _schedule(kubeconfig: str, ns: str, tmp_path) -> dict:
-    """`kplace schedule --bind api` for one namespace, with a profile for the pods' schedulerName (kplace), as
-    kube-scheduler decides only the pods of its profiles."""
-    config = tmp_path / "kplace-profile.yaml"
-    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-                      "profiles: [{schedulerName: kplace}]\n")
-    res = CliRunner().invoke(main, ["schedule", "--kubeconfig", kubeconfig, "--config", str(config), "--bind", "api",
-                                    "-n", ns, "-o", "json", "--time-limit", "2", "--quiet"])
+    """`kplace schedule --bind api` for one namespace's pods (schedulerName kplace)."""
+    res = CliRunner().invoke(main, ["schedule", "--kubeconfig", kubeconfig, "--config", kplace_profile(tmp_path),
+                                    "--bind", "api", "-n", ns, "-o", "json", "--time-limit", "2", "--quiet"])
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import NODES, bind, create, get, namespace, pods, running_and_ready, wait_for
+from .helpers import NODES, bind, create, deployment, get, namespace, pods, running_and_ready, wait_for
 
 pytestmark = pytest.mark.slow  # each session starts a control plane: CI's run (--slow), not the fast one
 
@@ -27,6 +27,8 @@ def test_the_simulated_nodes_are_ready_schedulable_and_renew_their_leases(api):
 
 
 def test_a_pod_bound_through_the_binding_api_runs_and_its_graceful_deletion_completes(api):
+    from kubernetes import client
+
     ns = namespace(api, "e2e-cluster")
     create(api, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "solo"},
                  "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "pause"}]}}, ns)
@@ -34,10 +36,9 @@ def test_a_pod_bound_through_the_binding_api_runs_and_its_graceful_deletion_comp
     assert pod["status"]["phase"] == "Pending" and not pod["spec"].get("nodeName")
     # Admission ran: the ServiceAccount plugin mounted the token, DefaultTolerationSeconds added tolerations.
     assert pod["spec"]["serviceAccountName"] == "default"
+    assert any(v["name"].startswith("kube-api-access-") for v in pod["spec"]["volumes"])
     assert {t["key"] for t in pod["spec"]["tolerations"]} == {"node.kubernetes.io/not-ready",
                                                               "node.kubernetes.io/unreachable"}
-    from kubernetes import client
-
     bind(api, ns, "solo", "node-1")
     running = wait_for(lambda: [p for p in pods(api, ns) if running_and_ready(p)], "the bound pod to run")
     assert running[0]["spec"]["nodeName"] == "node-1" and running[0]["status"]["podIP"]
@@ -46,8 +47,6 @@ def test_a_pod_bound_through_the_binding_api_runs_and_its_graceful_deletion_comp
 
 
 def test_a_deployment_gets_its_replicaset_and_pods_from_the_real_controllers(api):
-    from .helpers import deployment
-
     ns = namespace(api, "e2e-controllers")
     create(api, deployment("web", 3), ns)
     made = wait_for(lambda: len(pods(api, ns)) == 3 and pods(api, ns), "the Deployment's 3 pods")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from kplace.solver.cli import main
 
-from .helpers import bind, create, deployment, get, namespace, pods, running_and_ready, wait_for
+from .helpers import bind, create, deployment, get, kplace_profile, namespace, pods, running_and_ready, wait_for
 
 pytestmark = pytest.mark.slow  # each session starts a control plane: CI's run (--slow), not the fast one
 
@@ -53,12 +53,9 @@ def test_apply_evicts_through_the_pdb_and_the_replacements_land_where_the_plan_s
     policy = tmp_path / "policy.yaml"
     policy.write_text(f"apiVersion: kplace.io/v1alpha1\nkind: RebalancePolicy\nevictor:\n"
                       f"  namespaces: {{include: [{ns}]}}\n")
-    config = tmp_path / "profile.yaml"
-    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-                      "profiles: [{schedulerName: kplace}]\n")
     res = CliRunner().invoke(main, [
-        "rebalance", "--kubeconfig", kubeconfig, "--goal", "pack", "--apply", "--policy", str(policy),
-        "--config", str(config), "--no-pending", "--timeout", "60", "--time-limit", "5", "-o", "json", "--quiet"])
+        "rebalance", "--kubeconfig", kubeconfig, "--goal", "pack", "--apply", "--policy", str(policy), "--config",
+        kplace_profile(tmp_path), "--no-pending", "--timeout", "60", "--time-limit", "5", "-o", "json", "--quiet"])
     assert res.exit_code == 0, res.output
     plan = json.loads(res.stdout)
     assert plan["apply"]["completed"], plan["apply"]
