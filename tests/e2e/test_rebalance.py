@@ -18,31 +18,35 @@ NODES = [f"rb-{i}" for i in range(4)]
 
 
 @pytest.fixture
-def rebalance_nodes(api):
-    """Four more simulated nodes, only for this test's pods (nodeSelector e2e=rebalance); deleted afterwards."""
+def rebalance_namespace(api):
+    """Four more simulated nodes and a namespace, only for this test (its pods select the nodes with
+    e2e=rebalance); afterwards the namespace is deleted, its pods are gone, then the nodes are deleted."""
     from kubernetes import client
 
     core = client.CoreV1Api(api)
     for name in NODES:
         create(api, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
             "testcluster.kplace.io/simulated": "true", "kubernetes.io/hostname": name, "e2e": "rebalance"}}})
-    wait_for(lambda: all(n["metadata"]["name"] not in NODES or (
-        not n["spec"].get("taints") and n["status"].get("allocatable")) for n in get(api, "/api/v1/nodes")["items"]),
-        "the new nodes to be Ready and untainted")
-    yield NODES
+    wait_for(lambda: all(not n["spec"].get("taints") and n["status"].get("allocatable")
+                         for n in get(api, "/api/v1/nodes")["items"] if n["metadata"]["name"] in NODES),
+             "the new nodes to be Ready and untainted")
+    ns = namespace(api, "e2e-rebalance")
+    yield ns
+    core.delete_namespace(ns)
+    wait_for(lambda: not pods(api, ns), "the namespace's pods to be gone")
     for name in NODES:
         core.delete_node(name)
 
 
 def test_apply_evicts_through_the_pdb_and_the_replacements_land_where_the_plan_said(api, kubeconfig, tmp_path,
-                                                                                    rebalance_nodes):
-    ns = namespace(api, "e2e-rebalance")
+                                                                                    rebalance_namespace):
+    ns = rebalance_namespace
     web = deployment("web", 4, cpu="1")
     web["spec"]["template"]["spec"]["nodeSelector"] = {"e2e": "rebalance"}
     create(api, web, ns)
     names = sorted(p["metadata"]["name"] for p in wait_for(lambda: len(pods(api, ns)) == 4 and pods(api, ns),
                                                            "the Deployment's 4 pods"))
-    for name, node in zip(names, rebalance_nodes, strict=True):  # one per node: three nodes can be emptied
+    for name, node in zip(names, NODES, strict=True):  # one per node: three nodes can be emptied
         bind(api, ns, name, node)
     wait_for(lambda: all(running_and_ready(p) for p in pods(api, ns)), "the pods to run")
     create(api, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
