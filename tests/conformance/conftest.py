@@ -33,12 +33,12 @@ def oracle() -> Path:
         if go is None:
             pytest.skip("Go is absent, so the kube-scheduler oracle cannot be built (`make -C oracle` needs Go); "
                         "the differential tests against the real kube-scheduler are skipped")
-        built = subprocess.run(["make", "-C", str(ROOT / "oracle"), f"GO={go}"], capture_output=True, text=True,
-                               timeout=1800)
+        built = subprocess.run(["make", "-C", str(ROOT / "oracle"), f"GO={go}", "bin/kube-oracle"],
+                               capture_output=True, text=True, timeout=1800)
         if built.returncode != 0:
-            pytest.fail(f"`make -C oracle` failed: {built.stderr.strip()[-2000:]}")
+            pytest.fail(f"`make -C oracle bin/kube-oracle` failed: {built.stderr.strip()[-2000:]}")
         binary = oracle_binary()
-        assert binary is not None, "`make -C oracle` succeeded but oracle/bin/kube-oracle is missing"
+        assert binary is not None, "`make -C oracle bin/kube-oracle` succeeded but the binary is missing"
     return binary
 
 

@@ -1,0 +1,108 @@
+"""Small helpers over the official kubernetes client for the end-to-end tests: raw JSON reads that share no code
+with kplace's own lists, object creation from dicts, and polling."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+NODES = 4  # simulated nodes in the session's cluster
+
+# kind → the collection path of every object of that kind (the kinds `kplace export` writes)
+PATHS = {
+    "Node": "/api/v1/nodes",
+    "Pod": "/api/v1/pods",
+    "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "Namespace": "/api/v1/namespaces",
+    "PersistentVolume": "/api/v1/persistentvolumes",
+    "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+    "StorageClass": "/apis/storage.k8s.io/v1/storageclasses",
+    "CSINode": "/apis/storage.k8s.io/v1/csinodes",
+    "Service": "/api/v1/services",
+    "ReplicaSet": "/apis/apps/v1/replicasets",
+    "StatefulSet": "/apis/apps/v1/statefulsets",
+}
+
+
+def get(api, path: str) -> dict[str, Any]:
+    """One GET of `path` (no paging), parsed as JSON."""
+    resp = api.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
+                        _request_timeout=30)[0]
+    try:
+        return json.loads(resp.data)
+    finally:
+        resp.release_conn()
+
+
+def create(api, obj: dict[str, Any], namespace: str | None = None) -> None:
+    from kubernetes import utils
+
+    utils.create_from_dict(api, obj, namespace=namespace)
+
+
+def bind(api, namespace: str, pod: str, node: str) -> None:
+    """POST a Binding (read raw: the client cannot read the Status the API server answers with into a Binding)."""
+    from kubernetes import client
+
+    resp = client.CoreV1Api(api).create_namespaced_binding(namespace, {
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, _preload_content=False)
+    _ = resp.data  # read to the end, or the pooled connection is left mid-response
+    resp.release_conn()
+
+
+def pods(api, namespace: str) -> list[dict[str, Any]]:
+    return get(api, f"/api/v1/namespaces/{namespace}/pods")["items"]
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 90.0, every: float = 0.5) -> Any:
+    """Poll `check` until it returns something truthy (returned); fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
+
+
+def running_and_ready(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return status.get("phase") == "Running" and ready
+
+
+def deployment(name: str, replicas: int, *, cpu: str = "500m", memory: str = "256Mi",
+               scheduler: str = "kplace") -> dict[str, Any]:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"schedulerName": scheduler,
+                                           "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                                                           "resources": {"requests": {"cpu": cpu,
+                                                                                      "memory": memory}}}]}}}}
+
+
+def kplace_profile(tmp_path) -> str:
+    """A KubeSchedulerConfiguration file whose one profile is for `schedulerName: kplace` (the default profile's
+    plugins): kplace, as kube-scheduler, decides only the pods of its profiles."""
+    path = tmp_path / "kplace-profile.yaml"
+    path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                    "profiles: [{schedulerName: kplace}]\n")
+    return str(path)
+
+
+def namespace(api, name: str) -> str:
+    create(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    wait_for(lambda: _has_default_service_account(api, name), f"the default ServiceAccount of namespace {name}")
+    return name
+
+
+def _has_default_service_account(api, name: str) -> bool:
+    return any(sa["metadata"]["name"] == "default"
+               for sa in get(api, f"/api/v1/namespaces/{name}/serviceaccounts")["items"])
