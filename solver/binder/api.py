@@ -1,11 +1,10 @@
-"""The API binder: a plan committed through the Kubernetes API as kube-scheduler commits it.
+"""The API binder (`ApiBinder`): a plan committed through the Kubernetes API as kube-scheduler commits it.
 
-Each Eviction goes through the pods/eviction subresource first, then each Binding is POSTed to
-`/api/v1/namespaces/{ns}/pods/{name}/binding` exactly as kube-scheduler's DefaultBinder does, in queue order
-with bounded concurrency. A preemptor is bound only once its victims are gone: kube-scheduler nominates the
-node and binds in a later cycle, so the kubelet never sees the node over-committed. Before a pod's Binding,
-its claims are bound (`volumes.bind_volume`); a claim that does not bind keeps the pod's Binding back. Every
-call is retried by `retry.RetryPolicy`; one pod's failure never stops the others.
+Evictions go through the pods/eviction subresource first, then each Binding is POSTed to
+`/api/v1/namespaces/{ns}/pods/{name}/binding` exactly as DefaultBinder does (`post_binding`, which the extender
+and the rebalancer use too), in queue order with bounded concurrency. A preemptor is bound only once its victims
+are gone (`wait_gone`): kube-scheduler nominates the node and binds in a later cycle, so the kubelet never sees
+the node over-committed.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ SUCCEEDED = (BOUND, EVICTED, PATCHED)  # the results that are not a shortfall
 
 @dataclass
 class Outcome:
+    """One call of a commit: its step, the pod and node, the result, the HTTP code, tries and seconds taken."""
+
     step: str  # "evict", "volume" or "bind"
     pod: str
     node: str

@@ -1,7 +1,8 @@
-"""Retrying one API call: 429, 5xx and timeouts are tried again, waiting base·2^(k-1) after the k-th try
-(capped at `cap`, or the server's Retry-After when it is shorter), up to `attempts` tries and `total` seconds
-in all; any other failure is final at once. An eviction refused by a PodDisruptionBudget (429 with a
-DisruptionBudget cause) is final too: the budget will not change by waiting a few seconds."""
+"""Retrying one API call (`RetryPolicy`, `call_with_retries`) and keeping its JSON body (`json_call`).
+
+Only 429, 5xx and timeouts are tried again; any other failure is final at once, and so is an eviction refused
+by a PodDisruptionBudget (429 with a DisruptionBudget cause), which waiting a few seconds does not change.
+"""
 
 from __future__ import annotations
 
