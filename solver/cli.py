@@ -445,7 +445,8 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
         if out_file:
             write_atomic(out_file, dumps(data))
     else:
-        from .binder import bind_timeout_of, commit
+        from .binder import commit
+        from .binder.volumes import bind_timeout_of
 
         extra = {"bind_timeout": bind_timeout_of(config)} if bind == "api" else {}
         data["commit"] = commit(plan, index, bind, out_file=out_file, fmt=manifest_format, kubeconfig=kubeconfig,
@@ -459,12 +460,12 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
     else:
         render_plan(plan, wide=output == "wide")
         if bind != "none":
-            from .binder import render_commit
+            from .binder.summary import render_commit
 
             render_commit(data["commit"])
     unplaced = sum(1 for p in plan.placements if p.node is None)
     if bind == "api":
-        from .binder import commit_shortfall
+        from .binder.summary import commit_shortfall
 
         short = commit_shortfall(data["commit"])
         if short:

@@ -215,8 +215,10 @@ class Extender:
             fields[f] = v
         if self.client is None:
             return {"Error": "kplace extender was started without --kubeconfig, so it cannot bind"}
-        from . import BOUND, RetryPolicy, post_binding
+        from .api import post_binding
         from .kube import api
+        from .outcomes import BOUND
+        from .retry import RetryPolicy
 
         ns, name, node = fields["PodNamespace"], fields["PodName"], fields["Node"]
         refusal = self._refuse_binding(f"{ns}/{name}", fields["PodUID"], node)

@@ -437,7 +437,9 @@ class Runner:
     def _window(self, batch: list[dict[str, Any]]) -> None:
         from kplace.solver.schedule import decide
 
-        from . import BOUND, CONFLICT, NOT_FOUND, bind_timeout_of, commit_api
+        from .api import commit_api
+        from .outcomes import BOUND, CONFLICT, NOT_FOUND
+        from .volumes import bind_timeout_of
 
         started = time.perf_counter()
         self.in_flight = True

@@ -8,8 +8,10 @@ import time
 from click.testing import CliRunner
 from kplace.models import compile_index
 from kplace.models.plan import Eviction, Placement, Plan
-from kplace.solver.binder import RetryPolicy, commit, commit_api
+from kplace.solver.binder import commit
+from kplace.solver.binder.api import commit_api
 from kplace.solver.binder.kube import new_client
+from kplace.solver.binder.retry import RetryPolicy
 from kplace.solver.binder.testing import FakeApiServer
 from kplace.solver.cli import EXIT_COMMIT, main
 from kplace.solver.output import dumps
@@ -232,7 +234,7 @@ def test_a_preemptor_whose_victim_does_not_terminate_in_time_stays_unbound(fake_
 def test_volume_bindings_wait_as_long_as_the_profiles_bind_timeout_seconds():
     import pytest
     from kplace.models.errors import ConfigError
-    from kplace.solver.binder import BIND_TIMEOUT, bind_timeout_of
+    from kplace.solver.binder.volumes import BIND_TIMEOUT, bind_timeout_of
     from kplace.solver.framework.config import default_config, parse_config
 
     def cfg(args):

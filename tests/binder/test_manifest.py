@@ -9,7 +9,9 @@ import yaml
 from click.testing import CliRunner
 from kplace.models import compile_index
 from kplace.models.plan import Eviction, Placement, Plan
-from kplace.solver.binder import commit, commit_order, manifest_objects
+from kplace.solver.binder import commit
+from kplace.solver.binder.manifest import manifest_objects
+from kplace.solver.binder.order import commit_order
 from kplace.solver.cli import main
 from kplace.solver.output import dumps
 from kplace.solver.testing import build_snapshot, node, pod
@@ -66,12 +68,12 @@ def test_the_manifest_is_written_atomically(tmp_path, monkeypatch):
     out = tmp_path / "bindings.yaml"
     out.write_text("old contents\n")
 
-    import kplace.solver.binder as binder
+    from kplace.solver.binder import manifest
 
     def boom(objects, fmt):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(binder, "render_manifest", boom)
+    monkeypatch.setattr(manifest, "render_manifest", boom)
     with pytest.raises(RuntimeError):
         commit(_plan(), _index(), "manifest", out_file=str(out))
     assert out.read_text() == "old contents\n"

@@ -138,16 +138,16 @@ def test_stopping_while_a_window_is_decided_abandons_it_and_sends_nothing(fake_a
 
 def test_a_window_whose_commit_started_is_finished_before_stopping(fake_api, monkeypatch):
     api = fake_api([node("a"), *(pod(f"p{i}", spec=OURS) for i in range(4))])
-    from kplace.solver import binder
+    from kplace.solver.binder import api as binder_api
 
-    real = binder.commit_api
+    real = binder_api.commit_api
     holder = {}
 
     def commit_then_signal(*args, **kwargs):
         holder["runner"].stop()  # SIGTERM arrives just as the bindings start
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(binder, "commit_api", commit_then_signal)
+    monkeypatch.setattr(binder_api, "commit_api", commit_then_signal)
     runner = Runner(api.kubeconfig_path, None, _opts())
     holder["runner"] = runner
     assert runner.run() == 1

@@ -10,8 +10,8 @@ import time
 import pytest
 import yaml
 from click.testing import CliRunner
-from kplace.solver.binder import RetryPolicy
 from kplace.solver.binder.kube import TIMEOUTS, request_timeout
+from kplace.solver.binder.retry import RetryPolicy
 from kplace.solver.cli import EXIT_COMMIT, main
 from kplace.solver.output import dumps
 from kplace.solver.testing import node, pod

@@ -9,8 +9,10 @@ import time
 import yaml
 from kplace.models import compile_index
 from kplace.models.plan import DYNAMIC, Placement, Plan
-from kplace.solver.binder import RetryPolicy, commit, commit_api
+from kplace.solver.binder import commit
+from kplace.solver.binder.api import commit_api
 from kplace.solver.binder.kube import new_client
+from kplace.solver.binder.retry import RetryPolicy
 from kplace.solver.plugins.volumebinding.testdata import claim_volumes, pv, pvc, storage_class
 from kplace.solver.testing import build_snapshot, node, pod
 

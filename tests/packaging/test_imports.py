@@ -3,7 +3,8 @@ only the models (it shares no code with the engines or the encodings); the frame
 plugins register themselves with it, `framework.config.use_registry`); the Kubernetes rebalancer and ROADEF share
 no code but the models (the deprecated `rebalance --format roadef` reaches `roadef solve` through the command
 registry); the CP-SAT engine's parts (baselines, scopes, components, ranking, assembly) are tied together by
-`cpsat/window.py` alone. Imports inside functions count."""
+`cpsat/window.py` alone; the binders and their shared pieces commit a verified plan with the models, the output
+helpers and each other only, and the shared pieces import no binder. Imports inside functions count."""
 
 import ast
 from pathlib import Path
@@ -62,6 +63,10 @@ def _within(target: str, package: str) -> bool:
     return target == package or target.startswith(package + ".")
 
 
+BINDER = "kplace.solver.binder"
+BINDER_SHARED = ["objects", "order", "outcomes", "retry", "volumes", "summary", "kube"]
+BINDER_COMMIT = [ROOT / "solver" / "binder" / f"{m}.py" for m in [*BINDER_SHARED, "manifest", "api"]]
+
 CONTRACTS = {
     "the models import nothing from the solver": (
         _product_files("models"), lambda t: t.startswith("kplace.solver")),
@@ -80,6 +85,13 @@ CONTRACTS = {
     "ROADEF's solver imports only the models and itself (its command, the CLI's options too)": (
         [p for p in _product_files("solver/roadef") if p.name != "cli.py"],
         lambda t: t.startswith("kplace.") and not any(_within(t, k) for k in ("kplace.models", ROADEF))),
+    "the binders import only the models, the output helpers and the binder's pieces": (
+        BINDER_COMMIT,
+        lambda t: t.startswith("kplace.") and not any(_within(t, k) for k in ("kplace.models", "kplace.solver.output",
+                                                                               BINDER))),
+    "the binder's shared pieces import no binder": (
+        [ROOT / "solver" / "binder" / f"{m}.py" for m in BINDER_SHARED],
+        lambda t: _within(t, BINDER) and not any(_within(t, f"{BINDER}.{m}") for m in BINDER_SHARED)),
 }
 
 
