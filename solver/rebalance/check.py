@@ -1,7 +1,7 @@
 """Independent check of a whole cluster state (where every pod runs), for the plan's before/after and each wave.
 
 It does not use the rebalancing model nor the CP-SAT encoding: it replays kube's filters with the verifier's
-rule statements (`solver/verify.py`). A state holds a hard rule when every pod, taken off its node, would be
+rule statements (`solver/verify/`). A state holds a hard rule when every pod, taken off its node, would be
 admitted back there by kube's filters against everything else: taints (NoSchedule, NoExecute), required node
 affinity and selector, capacity and pod slots, host ports, DoNotSchedule topology spread, required pod
 affinity (with the first-pod rule) and anti-affinity both ways. Cordons and `spec.nodeName` do not count:

@@ -57,6 +57,7 @@ def _violations(files: list[Path], forbidden) -> list[str]:
 
 
 ROADEF = "kplace.solver.roadef"
+VERIFY = "kplace.solver.verify"
 
 
 def _within(target: str, package: str) -> bool:
@@ -71,7 +72,8 @@ CONTRACTS = {
     "the models import nothing from the solver": (
         _product_files("models"), lambda t: t.startswith("kplace.solver")),
     "the verifier imports only the models": (
-        [ROOT / "solver" / "verify.py"], lambda t: t.startswith("kplace.") and not t.startswith("kplace.models")),
+        _product_files("solver/verify"),
+        lambda t: t.startswith("kplace.") and not (_within(t, "kplace.models") or _within(t, VERIFY))),
     "the framework imports no plugin and no engine": (
         [p for p in _product_files("solver/framework")],
         lambda t: t.startswith(("kplace.solver.plugins", "kplace.solver.greedy", "kplace.solver.cpsat"))),
@@ -107,3 +109,11 @@ def test_a_forbidden_import_inside_a_function_is_found(tmp_path):
     found = imports(source, "kplace.solver.framework.config")
     assert "kplace.solver.plugins" in found and "kplace.solver.plugins.registry" in found
     assert CONTRACTS["the framework imports no plugin and no engine"][1]("kplace.solver.plugins")
+
+
+def test_the_verifier_may_import_itself_and_the_models_but_not_an_engine():
+    forbidden = CONTRACTS["the verifier imports only the models"][1]
+    found = imports("from ..plugins.nodeports import fits\nfrom .records import Term\n", "kplace.solver.verify.replay")
+    assert "kplace.solver.verify.records" in found and not forbidden("kplace.solver.verify.records")
+    assert forbidden("kplace.solver.plugins.nodeports") and forbidden("kplace.solver.verifyx")
+    assert not forbidden("kplace.models.selectors")
