@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from kplace.models import compile_index
 from kplace.models.plan import Placement, Plan
-from kplace.solver.binder import commit_api
+from kplace.solver.binder.api import commit_api
 from kplace.solver.binder.live import read_cluster
 from kplace.solver.cli import main
 
