@@ -20,7 +20,7 @@ from kplace.models.index import ClusterIndex
 from ..framework.config import SchedulerConfig, parse_config
 from ..greedy import GreedyScheduler
 from .model import relaxed_index
-from .plan import classify
+from .pinning import classify
 from .policy import Policy, is_node_bound_daemon
 
 MOST_ALLOCATED = {
