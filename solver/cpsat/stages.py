@@ -3,7 +3,7 @@
 Stages s₁ … s_k (`objective.Stage`) are optimised in order on one model: stage i maximises (or minimises) its
 expression e_i; once solved at value v_i it is fixed, e_i ≥ v_i (≤ for a minimisation), so every later stage keeps
 the earlier stages' optimum (or the best value found in time), and the next stage starts from the last solution.
-Every solve runs on one `SearchClock`, so the budgets and the wall-clock net are counted the same way everywhere.
+Every solve runs on one `SearchClock`, so the budgets and the net are counted the same way everywhere.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class _Callback(cp_model.CpSolverSolutionCallback):
 
 @dataclass
 class StageSolve:
-    """One solve of one stage: the solver (for values), its status, and whether the wall-clock net stopped it."""
+    """One solve of one stage: the solver (for values), its status, and whether the clock's net stopped it."""
 
     solver: cp_model.CpSolver
     status: int
@@ -50,7 +50,7 @@ class StageSolve:
         out: dict[str, Any] = {"stage": name, "status": self.solver.status_name(self.status),
                                "seconds": round(self.solver.wall_time, 4)}
         if self.netted:
-            out["limit"] = "wall-clock"  # stopped by the safety net: this stage is not reproducible
+            out["limit"] = "cpu-net"  # stopped by the clock's safety net: this stage is not reproducible
         return out
 
 
@@ -70,8 +70,7 @@ class StageSolver:
             solver.parameters.max_presolve_iterations = 1
             solver.parameters.cp_model_probing_level = 0
         hook = self.on_progress
-        status = solver.solve(self.model, _Callback(hook, stage.name) if hook else None)
-        netted = self.clock.record(solver, status)
+        status, netted = self.clock.solve(solver, self.model, _Callback(hook, stage.name) if hook else None)
         if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage.name)
         return StageSolve(solver, status, netted)

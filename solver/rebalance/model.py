@@ -66,8 +66,8 @@ class RebalanceOptions:
 @dataclass
 class Budget:
     """A rebalance's search time on a `cpsat.clock.SearchClock` (deterministic seconds of CP-SAT by default, so the
-    same input and seed give the same plan whatever the machine's load; a stage the wall-clock net stopped says
-    "limit": "wall-clock")."""
+    same input and seed give the same plan whatever the machine's load; a stage the clock's net stopped says
+    "limit": "cpu-net")."""
 
     seconds: float
     clock: SearchClock

@@ -68,3 +68,42 @@ def test_a_rebalance_gives_the_same_moves_when_the_wall_clock_runs_fast(loaded_c
     assert quiet  # the state has something to pack
     loaded_clock()
     assert moves() == quiet
+
+
+def _hard_model():
+    """A model CP-SAT does not prove optimal in seconds: an assignment with pairwise products in the objective."""
+    from ortools.sat.python import cp_model
+
+    m, n = cp_model.CpModel(), 40
+    x = [[m.new_bool_var(f"x{i}_{j}") for j in range(n)] for i in range(n)]
+    for i in range(n):
+        m.add_exactly_one(x[i])
+        m.add_exactly_one(x[j][i] for j in range(n))
+    terms = []
+    for i in range(n - 1):
+        for j in range(n):
+            b = m.new_bool_var("")
+            m.add_multiplication_equality(b, [x[i][j], x[i + 1][(j * 7 + 3) % n]])
+            terms.append(((i * 31 + j * 17) % 97) * b)
+    m.maximize(sum(terms))
+    return m
+
+
+def test_the_net_stops_a_runaway_search_by_the_cpu_time_it_used_and_says_its_plan_is_not_reproducible(monkeypatch):
+    from kplace.solver.cpsat import clock
+
+    monkeypatch.setattr(clock, "CPU_NET", (0.0, 0.5))  # any search: half a CPU second
+    c = clock.SearchClock(deterministic=True, workers=2, seed=0)
+    started = time.process_time()
+    _, netted = c.solve(c.solver(1000.0), _hard_model())
+    assert netted and time.process_time() - started < 20
+    assert 0 < c.searched < 1000.0
+
+
+def test_a_search_within_its_budget_is_not_netted_however_slow_the_wall_clock_runs(loaded_clock):
+    from kplace.solver.cpsat import clock
+
+    loaded_clock()
+    c = clock.SearchClock(deterministic=True, workers=2, seed=0)
+    _, netted = c.solve(c.solver(0.2), _hard_model())
+    assert not netted and c.searched <= 0.2 + 0.1
