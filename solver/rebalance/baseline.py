@@ -20,7 +20,7 @@ from kplace.models.index import ClusterIndex
 from ..framework.config import SchedulerConfig, parse_config
 from ..greedy import GreedyScheduler
 from .model import relaxed_index
-from .plan import classify
+from .pinning import classify
 from .policy import Policy, is_node_bound_daemon
 
 MOST_ALLOCATED = {
@@ -56,43 +56,17 @@ def _non_empty(index: ClusterIndex, where: dict[str, int]) -> int:
 
 def high_node_utilization(index: ClusterIndex, policy: Policy | None = None,
                           config: SchedulerConfig | None = None) -> BaselineResult:
+    """HighNodeUtilization's evictions, then the evicted pods placed again by the greedy engine (`config`, by
+    default MostAllocated)."""
     policy = policy or Policy()
-    thresholds = policy.pack.thresholds or {"cpu": 20.0, "memory": 20.0}
     where = {pi.key: int(pi.node) for pi in index.pods if pi.node >= 0}
     out = BaselineResult(non_empty_before=_non_empty(index, where))
-    n_nodes = len(index.nodes)
-    cols = {r: index.rid[r] for r in thresholds if r in index.rid}
-    usage = {r: index.requested[:, c].astype(float) for r, c in cols.items()}
-    if "pods" in thresholds:
-        usage["pods"] = index.pod_count.astype(float)
-    alloc = {r: index.alloc[:, c].astype(float) for r, c in cols.items()}
-    if "pods" in thresholds:
-        alloc["pods"] = index.max_pods.astype(float)
-    under = [n for n in range(n_nodes) if not index.unschedulable[n] and all(
-        alloc[r][n] > 0 and 100 * usage[r][n] / alloc[r][n] < t for r, t in thresholds.items() if r in usage)]
+    use = _Usage.of(index, policy.pack.thresholds or {"cpu": 20.0, "memory": 20.0})
+    under = use.underutilised()
     under_set = set(under)
-    targets = [n for n in range(n_nodes) if n not in under_set and not index.unschedulable[n]]
-    if not under or not targets:
-        out.non_empty_after = out.non_empty_before
-        return out
-    room = {r: float(sum(alloc[r][n] - usage[r][n] for n in targets)) for r in usage}
-    pinned = classify(index, policy, "pack", [])
-    snap = index.snapshot
-    budget = [snap.pdb_disruptions_allowed(p) for p in snap.pdbs]
-    share = np.array([max(100 * usage[r][n] / alloc[r][n] if alloc[r][n] > 0 else 0 for r in usage)
-                      for n in range(n_nodes)])
-    for n in sorted(under, key=lambda n: (share[n], n)):
-        for pi in sorted((p for p in index.bound if p.node == n and p.key not in pinned), key=lambda p: p.key):
-            if any(v <= 0 for v in room.values()):
-                break
-            pdbs = index.pdbs_of(pi)
-            if any(budget[i] <= 0 for i in pdbs):
-                continue
-            for i in pdbs:
-                budget[i] -= 1
-            for r in room:
-                room[r] -= 1 if r == "pods" else float(index.pod_req[pi.idx, cols[r]])
-            out.evicted.append(pi.key)
+    targets = [n for n in range(len(index.nodes)) if n not in under_set and not index.unschedulable[n]]
+    if under and targets:
+        out.evicted = _evictions(index, policy, use, under, targets)
     if not out.evicted:
         out.non_empty_after = out.non_empty_before
         return out
@@ -106,3 +80,58 @@ def high_node_utilization(index: ClusterIndex, policy: Policy | None = None,
     after.update({k: index.node_id[v] for k, v in out.placed.items() if v})
     out.non_empty_after = _non_empty(index, after)
     return out
+
+
+@dataclass
+class _Usage:
+    """Requested and allocatable per node of each thresholded resource (pods: pod count and maxPods)."""
+
+    index: ClusterIndex
+    thresholds: dict[str, float]
+    cols: dict[str, int]
+    usage: dict[str, np.ndarray]
+    alloc: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, index: ClusterIndex, thresholds: dict[str, float]) -> _Usage:
+        cols = {r: index.rid[r] for r in thresholds if r in index.rid}
+        usage = {r: index.requested[:, c].astype(float) for r, c in cols.items()}
+        alloc = {r: index.alloc[:, c].astype(float) for r, c in cols.items()}
+        if "pods" in thresholds:
+            usage["pods"] = index.pod_count.astype(float)
+            alloc["pods"] = index.max_pods.astype(float)
+        return cls(index, thresholds, cols, usage, alloc)
+
+    def underutilised(self) -> list[int]:
+        """The schedulable nodes below every threshold."""
+        return [n for n in range(len(self.index.nodes)) if not self.index.unschedulable[n] and all(
+            self.alloc[r][n] > 0 and 100 * self.usage[r][n] / self.alloc[r][n] < t
+            for r, t in self.thresholds.items() if r in self.usage)]
+
+    def share(self, n: int) -> float:
+        """Node n's highest percentage used over the thresholded resources."""
+        return max(100 * self.usage[r][n] / self.alloc[r][n] if self.alloc[r][n] > 0 else 0 for r in self.usage)
+
+
+def _evictions(index: ClusterIndex, policy: Policy, use: _Usage, under: list[int], targets: list[int]) -> list[str]:
+    """The pods evicted from the underutilised nodes, least used first, while the targets have room left in every
+    resource for them and their PodDisruptionBudgets allow it."""
+    room = {r: float(sum(use.alloc[r][n] - use.usage[r][n] for n in targets)) for r in use.usage}
+    pinned = classify(index, policy, "pack", [])
+    snap = index.snapshot
+    budget = [snap.pdb_disruptions_allowed(p) for p in snap.pdbs]
+    share = np.array([use.share(n) for n in range(len(index.nodes))])
+    evicted = []
+    for n in sorted(under, key=lambda n: (share[n], n)):
+        for pi in sorted((p for p in index.bound if p.node == n and p.key not in pinned), key=lambda p: p.key):
+            if any(v <= 0 for v in room.values()):
+                break
+            pdbs = index.pdbs_of(pi)
+            if any(budget[i] <= 0 for i in pdbs):
+                continue
+            for i in pdbs:
+                budget[i] -= 1
+            for r in room:
+                room[r] -= 1 if r == "pods" else float(index.pod_req[pi.idx, use.cols[r]])
+            evicted.append(pi.key)
+    return evicted

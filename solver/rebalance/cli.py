@@ -1,4 +1,5 @@
-"""`kplace rebalance`: the command (thin, over `plan.plan_rebalance` and `apply.apply_plan`).
+"""`kplace rebalance`: the command (thin, over `plan.plan_rebalance`, `apply.apply_plan`, `periodic.run_every` and
+`render.render_table`).
 
 `--format roadef` is the deprecated spelling of `kplace roadef solve` (`kplace.solver.roadef`, reached through the
 command registry, not imported): it warns and runs that command.
@@ -7,12 +8,10 @@ command registry, not imported): it warns and runs that command.
 from __future__ import annotations
 
 import sys
-import time
 from contextlib import contextmanager
 from typing import Any
 
 import click
-from kplace.models.errors import KplaceError
 
 from ..cli import (
     CONFIG_OPT,
@@ -26,60 +25,6 @@ from ..cli import (
     output_choice,
     parse_duration,
 )
-
-
-def render_table(plan: dict[str, Any]) -> None:
-    from kplace.solver.output import console as make_console
-    from rich.table import Table
-
-    console = make_console()
-    console.print(f"[bold]goal[/bold] {plan['goal']}  ·  {len(plan['moves'])} move(s) in {len(plan['waves'])} "
-                  f"wave(s)  ·  {sum(1 for p in plan['placements'] if p['node'])} pending pod(s) placed  ·  "
-                  f"model {plan['model']['status']}  ·  {plan['seconds']}s")
-    t = Table(title="before → after", title_justify="left")
-    t.add_column("metric")
-    t.add_column("before", justify="right")
-    t.add_column("after", justify="right")
-    b, a = plan["before"], plan["after"]
-    rows = [("non-empty nodes", "non_empty_nodes"), ("peak utilisation %", "peak_utilisation_percent"),
-            ("utilisation spread %", "utilisation_spread_percent"), ("violations", "violations"),
-            ("pending unplaced", "pending_unplaced"), ("overutilised nodes", "overutilised_nodes"),
-            ("underutilised nodes", "underutilised_nodes")]
-    for label, key in rows:
-        if key in b:
-            t.add_row(label, str(b[key]), str(a[key]))
-    t.add_row("cpu stdev %", str(b["utilisation_percent"]["cpu"]["stdev"]),
-              str(a["utilisation_percent"]["cpu"]["stdev"]))
-    console.print(t)
-    if plan["moves"]:
-        mt = Table(title="moves", title_justify="left")
-        admits = any(m["admits"] for m in plan["moves"])
-        for c in ("wave", "pod", "from", "to", *(["admits"] if admits else [])):
-            mt.add_column(c, overflow="fold")
-        for m in plan["moves"][:200]:
-            mt.add_row(str(m["wave"]), m["pod"], m["from"], m["to"], *([", ".join(m["admits"])] if admits else []))
-        console.print(mt)
-        if len(plan["moves"]) > 200:
-            console.print(f"... {len(plan['moves']) - 200} more (-o json for all)")
-    if plan["goal"] == "admit" and plan["placements"]:
-        pt = Table(title="pending pods", title_justify="left")
-        for c in ("pod", "node", "wave"):
-            pt.add_column(c, overflow="fold")
-        for p in plan["placements"][:200]:
-            pt.add_row(p["pod"], p["node"] or "[red]stays pending[/]", str(p["wave"] or ""))
-        console.print(pt)
-    if plan["never_moved"]:
-        console.print("never moved: " + ", ".join(f"{n} {r}" for r, n in plan["never_moved"].items()))
-    for d in plan["dropped"]:
-        console.print(f"[yellow]dropped[/yellow] {d['pod']} {d['from']} → {d['to']}: {d['reason']}")
-    for w in plan["warnings"]:
-        console.print(f"[yellow]warning[/yellow] {w}")
-    if "apply" in plan:
-        ap = plan["apply"]
-        state = "completed" if ap["completed"] else f"STOPPED: {ap['stopped']}"
-        console.print(f"apply: {state} ({ap['waves_done']} wave(s) done, {len(ap['events'])} action(s))")
-    else:
-        console.print(f"[dim]{plan['simulated']}[/dim]")
 
 
 @contextmanager
@@ -103,6 +48,8 @@ def emit(plan: dict[str, Any], output: str, out_file: str | None) -> None:
     if output in ("json", "yaml"):
         write_data(plan, output)
     else:
+        from .render import render_table
+
         render_table(plan)
 
 
@@ -122,31 +69,6 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
         raise click.UsageError("--format roadef: this kplace has no `roadef` command")
     ctx.invoke(solve, model=paths[0], assignment=paths[1], out_file=out_file, time_limit=time_limit, seed=seed,
                workers=workers, output=output)
-
-
-class Metrics:
-    """Prometheus counters for the periodic job (its own registry, so tests can make several)."""
-
-    def __init__(self, port: int | None) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
-
-        self.registry = CollectorRegistry()
-        self.runs = Counter("kplace_rebalance_runs_total", "Rebalancing runs", ["result"], registry=self.registry)
-        self.moves = Counter("kplace_rebalance_moves_total", "Moves proposed", registry=self.registry)
-        self.nodes = Gauge("kplace_rebalance_non_empty_nodes", "Non-empty nodes after the last plan",
-                           registry=self.registry)
-        self.violations = Gauge("kplace_rebalance_violations", "Hard-rule violations after the last plan",
-                                registry=self.registry)
-        self.seconds = Gauge("kplace_rebalance_last_run_seconds", "Duration of the last run", registry=self.registry)
-        if port is not None:
-            start_http_server(port, registry=self.registry)
-
-    def record(self, plan: dict[str, Any], result: str) -> None:
-        self.runs.labels(result=result).inc()
-        self.moves.inc(len(plan["moves"]))
-        self.nodes.set(plan["after"]["non_empty_nodes"])
-        self.violations.set(plan["after"]["violations"])
-        self.seconds.set(plan["seconds"])
 
 
 @click.command()
@@ -229,35 +151,27 @@ def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_pe
                             max_moves_per_namespace=max_moves_per_namespace, min_gain=min_gain,
                             time_limit=time_limit, workers=workers, seed=seed, place_pending=not no_pending,
                             deterministic=deterministic, only_pending=only)
-    interval = parse_duration(every) if every else None
-    metrics = Metrics(metrics_port) if interval is not None else None
-    n = 0
-    while True:
-        started = time.monotonic()
-        n += 1
-        result = "ok"
-        try:
-            index, config = load_index(state, config_path, kubeconfig, context)
-            with _status(f"rebalancing ({goal}, up to {time_limit:g} s of search)", quiet):
-                plan = plan_rebalance(index, config, policy, opts)
-            if do_apply:
-                from .apply import apply_plan
 
-                plan["dry_run"] = False
-                plan["apply"] = apply_plan(plan, index, kubeconfig, context, timeout=timeout,
-                                           scheduler_name=scheduler_name)
-                result = "ok" if plan["apply"]["completed"] else "stopped"
-            emit(plan, output, out_file)
-        except KplaceError as exc:
-            if metrics is None:
-                raise
-            click.echo(f"kplace: error (run {n}): {exc}", err=True)
-            metrics.runs.labels(result="error").inc()
-            plan = None
-        if metrics is not None and plan is not None:
-            metrics.record(plan, result)
-        if interval is None or (runs is not None and n >= runs):
-            if do_apply and plan is not None and not plan["apply"]["completed"]:
-                sys.exit(1)
-            return
-        time.sleep(max(0.0, interval - (time.monotonic() - started)))
+    def once() -> dict:
+        index, config = load_index(state, config_path, kubeconfig, context)
+        with _status(f"rebalancing ({goal}, up to {time_limit:g} s of search)", quiet):
+            plan = plan_rebalance(index, config, policy, opts)
+        if do_apply:
+            from .apply import apply_plan
+
+            plan["dry_run"] = False
+            plan["apply"] = apply_plan(plan, index, kubeconfig, context, timeout=timeout,
+                                       scheduler_name=scheduler_name)
+        emit(plan, output, out_file)
+        return plan
+
+    if every:
+        from .periodic import Metrics, run_every
+
+        interval = parse_duration(every)
+        plan = run_every(once, interval, runs, Metrics(metrics_port),
+                         lambda n, exc: click.echo(f"kplace: error (run {n}): {exc}", err=True))
+    else:
+        plan = once()
+    if do_apply and plan is not None and not plan["apply"]["completed"]:
+        sys.exit(1)

@@ -49,75 +49,24 @@ def owner_of(index: ClusterIndex, key: str) -> tuple[str, str, str] | None:
 def build_waves(index: ClusterIndex, checker: StateChecker, policy: Policy, steps: list[Step],
                 start: dict[str, int], tolerated: set[str]) -> Waves:
     """Sequence `steps` from the state `start` ({pod: node}); `tolerated`: pods already violating before."""
-    snap = index.snapshot
-    allowed = [snap.pdb_disruptions_allowed(p) for p in snap.pdbs]
-    pdbs_of = {s.pod: index.pdbs_of(index.pod_by_key[s.pod]) for s in steps if s.src is not None}
-    replicas: dict[tuple, int] = defaultdict(int)
-    for pi in index.pods:
-        o = owner_of(index, pi.key)
-        if o is not None:
-            replicas[o] += 1
-    owners = {s.pod: owner_of(index, s.pod) for s in steps}
-
+    limits = _Limits.of(index, policy, steps)
     assign = dict(start)
-    used = np.zeros_like(index.alloc)
-    count = np.zeros(len(index.nodes), dtype=np.int64)
-    for k, n in assign.items():
-        pi = index.pod_by_key[k]
-        used[n] += index.pod_req[pi.idx]
-        count[n] += 1
-    remaining = sorted(steps, key=lambda s: (s.src is not None, -1 if s.src is None else int(count[s.src]),
+    load = _Load.of(index, assign)
+    remaining = sorted(steps, key=lambda s: (s.src is not None, -1 if s.src is None else int(load.count[s.src]),
                                              s.src if s.src is not None else -1, s.pod))
     why: dict[int, str] = {}  # id(step) → the rule that held it back last
-    pdb_names = [f"{p.metadata.namespace}/{p.metadata.name}" for p in snap.pdbs]
     out = Waves()
     wave = 0
     while remaining:
         wave += 1
-        inflow = np.zeros_like(used)
-        in_count = np.zeros_like(count)
-        budget = list(allowed)
-        per_owner: dict[tuple, int] = defaultdict(int)
-        chosen: list[Step] = []
-        for s in remaining:
-            req = index.pod_req[index.pod_by_key[s.pod].idx]
-            n = s.dst
-            over = (req > 0) & (used[n] + inflow[n] + req > index.alloc[n])
-            if over.any() or count[n] + in_count[n] + 1 > index.max_pods[n]:
-                short = [index.resources[r] for r in np.flatnonzero(over)] or ["pods"]
-                why[id(s)] = (f"capacity: {', '.join(short)} on {index.node_names[n]} while the pods leaving it "
-                              "still run (both copies counted)")
-                continue
-            if s.src is not None:
-                full = [pdb_names[i] for i in pdbs_of[s.pod] if budget[i] <= 0]
-                if full:
-                    why[id(s)] = f"PodDisruptionBudget {', '.join(full)} allows no more disruptions"
-                    continue
-                o = owners[s.pod]
-                if o is not None and per_owner[o] >= policy.owner_cap(replicas[o]):
-                    why[id(s)] = (f"owner cap: {o[1]} {o[0]}/{o[2]} may move at most {policy.owner_cap(replicas[o])} "
-                                  "pod(s) a wave (ownerMaxUnavailable)")
-                    continue
-                for i in pdbs_of[s.pod]:
-                    budget[i] -= 1
-                if o is not None:
-                    per_owner[o] += 1
-            inflow[n] += req
-            in_count[n] += 1
-            chosen.append(s)
-        chosen = _safe_subset(checker, assign, chosen, tolerated, why)
+        chosen = _safe_subset(checker, assign, _fill(index, limits, load, remaining, why), tolerated, why)
         if not chosen:
             for s in remaining:
                 out.dropped.append((s, why.get(id(s), "no wave can take it safely")))
             break
         for s in chosen:
             s.wave = wave
-            pi = index.pod_by_key[s.pod]
-            if s.src is not None:
-                used[s.src] -= index.pod_req[pi.idx]
-                count[s.src] -= 1
-            used[s.dst] += index.pod_req[pi.idx]
-            count[s.dst] += 1
+            load.move(s)
             assign[s.pod] = s.dst
             out.steps.append(s)
         ids = {id(s) for s in chosen}
@@ -125,6 +74,106 @@ def build_waves(index: ClusterIndex, checker: StateChecker, policy: Policy, step
     out.final = assign
     out.count = wave if out.steps else 0
     return out
+
+
+@dataclass
+class _Load:
+    """Requests (`used[n]`) and pod count (`count[n]`) per node of the state the waves have reached."""
+
+    index: ClusterIndex
+    used: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def of(cls, index: ClusterIndex, assign: dict[str, int]) -> _Load:
+        used = np.zeros_like(index.alloc)
+        count = np.zeros(len(index.nodes), dtype=np.int64)
+        for k, n in assign.items():
+            pi = index.pod_by_key[k]
+            used[n] += index.pod_req[pi.idx]
+            count[n] += 1
+        return cls(index, used, count)
+
+    def move(self, s: Step) -> None:
+        req = self.index.pod_req[self.index.pod_by_key[s.pod].idx]
+        if s.src is not None:
+            self.used[s.src] -= req
+            self.count[s.src] -= 1
+        self.used[s.dst] += req
+        self.count[s.dst] += 1
+
+
+@dataclass
+class _Limits:
+    """What bounds the evictions of one wave: each PDB's disruptionsAllowed and each owner's cap."""
+
+    policy: Policy
+    allowed: list[int]  # per PDB of the snapshot
+    pdb_names: list[str]
+    pdbs_of: dict[str, list[int]]  # a moving pod's PDBs
+    owners: dict[str, tuple[str, str, str] | None]  # a step's pod's owner (namespace, kind, name)
+    replicas: dict[tuple, int]  # pods per owner
+
+    @classmethod
+    def of(cls, index: ClusterIndex, policy: Policy, steps: list[Step]) -> _Limits:
+        snap = index.snapshot
+        replicas: dict[tuple, int] = defaultdict(int)
+        for pi in index.pods:
+            o = owner_of(index, pi.key)
+            if o is not None:
+                replicas[o] += 1
+        return cls(policy, [snap.pdb_disruptions_allowed(p) for p in snap.pdbs],
+                   [f"{p.metadata.namespace}/{p.metadata.name}" for p in snap.pdbs],
+                   {s.pod: index.pdbs_of(index.pod_by_key[s.pod]) for s in steps if s.src is not None},
+                   {s.pod: owner_of(index, s.pod) for s in steps}, replicas)
+
+    def blocker(self, s: Step, budget: list[int], per_owner: dict[tuple, int]) -> str | None:
+        """Why the wave cannot evict the pod of move `s` with the PDB budgets and owner counts so far, if so."""
+        full = [self.pdb_names[i] for i in self.pdbs_of[s.pod] if budget[i] <= 0]
+        if full:
+            return f"PodDisruptionBudget {', '.join(full)} allows no more disruptions"
+        o = self.owners[s.pod]
+        if o is not None and per_owner[o] >= self.policy.owner_cap(self.replicas[o]):
+            return (f"owner cap: {o[1]} {o[0]}/{o[2]} may move at most {self.policy.owner_cap(self.replicas[o])} "
+                    "pod(s) a wave (ownerMaxUnavailable)")
+        return None
+
+    def take(self, s: Step, budget: list[int], per_owner: dict[tuple, int]) -> None:
+        for i in self.pdbs_of[s.pod]:
+            budget[i] -= 1
+        o = self.owners[s.pod]
+        if o is not None:
+            per_owner[o] += 1
+
+
+def _fill(index: ClusterIndex, limits: _Limits, load: _Load, remaining: list[Step], why: dict[int, str]
+          ) -> list[Step]:
+    """The steps one wave takes, in order, within capacity (both copies of a moving pod counted), PDB budgets and
+    owner caps; a step left out records why in `why`."""
+    inflow = np.zeros_like(load.used)
+    in_count = np.zeros_like(load.count)
+    budget = list(limits.allowed)
+    per_owner: dict[tuple, int] = defaultdict(int)
+    chosen: list[Step] = []
+    for s in remaining:
+        req = index.pod_req[index.pod_by_key[s.pod].idx]
+        n = s.dst
+        over = (req > 0) & (load.used[n] + inflow[n] + req > index.alloc[n])
+        if over.any() or load.count[n] + in_count[n] + 1 > index.max_pods[n]:
+            short = [index.resources[r] for r in np.flatnonzero(over)] or ["pods"]
+            why[id(s)] = (f"capacity: {', '.join(short)} on {index.node_names[n]} while the pods leaving it "
+                          "still run (both copies counted)")
+            continue
+        if s.src is not None:
+            blocked = limits.blocker(s, budget, per_owner)
+            if blocked:
+                why[id(s)] = blocked
+                continue
+            limits.take(s, budget, per_owner)
+        inflow[n] += req
+        in_count[n] += 1
+        chosen.append(s)
+    return chosen
 
 
 def _new_violations(checker: StateChecker, assign: dict[str, int], tolerated: set[str]) -> list:

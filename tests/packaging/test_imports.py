@@ -2,7 +2,8 @@
 only the models (it shares no code with the engines or the encodings); the framework imports no plugin (the
 plugins register themselves with it, `framework.config.use_registry`); the Kubernetes rebalancer and ROADEF share
 no code but the models (the deprecated `rebalance --format roadef` reaches `roadef solve` through the command
-registry); the CP-SAT engine's parts (baselines, scopes, components, ranking, assembly) are tied together by
+registry); the rebalancer's library imports no command, and carrying a plan out (`rebalance.apply`) reads the plan,
+not the planner; the CP-SAT engine's parts (baselines, scopes, components, ranking, assembly) are tied together by
 `cpsat/window.py` alone; the binders and their shared pieces commit a verified plan with the models, the output
 helpers and each other only, and the shared pieces import no binder. Imports inside functions count."""
 
@@ -84,6 +85,11 @@ CONTRACTS = {
         lambda t: _within(t, "kplace.solver.cpsat.window")),
     "ROADEF imports nothing of the rebalancer": (
         _product_files("solver/roadef"), lambda t: _within(t, "kplace.solver.rebalance")),
+    "the rebalancer's library imports no command (only its cli.py does)": (
+        [p for p in _product_files("solver/rebalance") if p.name != "cli.py"],
+        lambda t: _within(t, "click") or t.endswith(".cli") or ".cli." in t),
+    "rebalance.apply imports nothing else of the rebalancer": (
+        [ROOT / "solver" / "rebalance" / "apply.py"], lambda t: _within(t, "kplace.solver.rebalance")),
     "ROADEF's solver imports only the models and itself (its command, the CLI's options too)": (
         [p for p in _product_files("solver/roadef") if p.name != "cli.py"],
         lambda t: t.startswith("kplace.") and not any(_within(t, k) for k in ("kplace.models", ROADEF))),
