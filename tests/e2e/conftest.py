@@ -4,7 +4,6 @@ in a temporary directory and always stopped. Without Go (and without a built bin
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,33 +12,11 @@ import pytest
 
 from .helpers import NODES
 
-ROOT = Path(__file__).resolve().parents[2]
-BINARY = ROOT / "oracle" / "bin" / "testcluster"
-
-
-def _go() -> str | None:
-    return shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").is_file() else None)
-
-
-def _testcluster() -> Path:
-    """The binary, (re)built by make when Go is present."""
-    go = _go()
-    if go is None:
-        if BINARY.is_file():
-            return BINARY
-        pytest.skip("Go is absent, so the test control plane cannot be built (`make -C oracle` needs Go); "
-                    "the end-to-end tests against kube-apiserver are skipped")
-    built = subprocess.run(["make", "-C", str(ROOT / "oracle"), f"GO={go}", "bin/testcluster"],
-                           capture_output=True, text=True, timeout=3600)
-    if built.returncode != 0:
-        pytest.fail(f"`make -C oracle bin/testcluster` failed: {built.stderr.strip()[-2000:]}")
-    return BINARY
-
 
 @pytest.fixture(scope="session")
-def cluster_dir(tmp_path_factory) -> Iterator[Path]:
+def cluster_dir(tmp_path_factory, go_build) -> Iterator[Path]:
     """The directory of a running test cluster: its kubeconfig, log and data."""
-    binary = _testcluster()
+    binary = go_build("bin/testcluster", "the test control plane", "the end-to-end tests against kube-apiserver")
     work = tmp_path_factory.mktemp("testcluster")
     try:
         started = subprocess.run([str(binary), "up", "--dir", str(work), "--nodes", str(NODES)],
