@@ -19,15 +19,12 @@ from kplace.models.errors import KplaceError
 from kplace.models.index import ClusterIndex
 from kplace.models.plan import Plan
 
-from .api import ApiBinder, post_binding
+from .api import ApiBinder
 from .kube import new_client
 from .manifest import ManifestBinder
-from .objects import eviction_object, pod_uid, split_key
-from .outcomes import BOUND
-from .retry import RetryPolicy
 
-# `commit` and `Binder`, and the names solver/rebalance/apply.py imports from here.
-__all__ = ["BOUND", "Binder", "RetryPolicy", "commit", "eviction_object", "pod_uid", "post_binding", "split_key"]
+# `commit` and `Binder`; the pieces are imported from their modules.
+__all__ = ["Binder", "commit"]
 
 
 class Binder(Protocol):

@@ -28,9 +28,12 @@ from typing import Any
 
 from kplace.models.index import ClusterIndex
 
-from ..binder import BOUND, RetryPolicy, eviction_object, pod_uid, post_binding, split_key
+from ..binder.api import post_binding
 from ..binder.kube import api as kube_api
 from ..binder.kube import new_client
+from ..binder.objects import eviction_object, pod_uid, split_key
+from ..binder.outcomes import BOUND
+from ..binder.retry import RetryPolicy
 
 DEFAULT_SCHEDULER = "default-scheduler"
 

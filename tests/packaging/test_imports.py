@@ -25,11 +25,25 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports(source: str, module: str, is_package: bool = False) -> set[str]:
-    """Every module `source` imports (relative imports resolved against `module`), at any depth."""
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes under `if TYPE_CHECKING:` (imports for annotations, never run)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def imports(source: str, module: str, is_package: bool = False, runtime: bool = False) -> set[str]:
+    """Every module `source` imports (relative imports resolved against `module`), at any depth; with `runtime`,
+    not those only a type checker reads."""
     out: set[str] = set()
     base = module.split(".") if is_package else module.split(".")[:-1]
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    skip = _type_checking_only(tree) if runtime else set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -123,3 +137,37 @@ def test_the_verifier_may_import_itself_and_the_models_but_not_an_engine():
     assert "kplace.solver.verify.records" in found and not forbidden("kplace.solver.verify.records")
     assert forbidden("kplace.solver.plugins.nodeports") and forbidden("kplace.solver.verifyx")
     assert not forbidden("kplace.models.selectors")
+
+
+def import_graph(files: list[Path], name_of=_module_name):
+    """The modules and which of them each imports when it runs (at any depth: a function's imports count), as a
+    networkx digraph."""
+    import networkx as nx
+
+    modules = {name_of(p): p for p in files}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for mod, path in modules.items():
+        for target in imports(path.read_text(encoding="utf-8"), mod, path.name == "__init__.py", runtime=True):
+            if target in modules and target != mod:
+                graph.add_edge(mod, target)
+    return graph
+
+
+def test_no_two_modules_of_the_product_import_each_other_even_through_others():
+    import networkx as nx
+
+    files = [p for folder in PACKAGES for p in _product_files(folder) if p.name != "testing.py"]
+    assert [" -> ".join(c) for c in nx.simple_cycles(import_graph(files))] == []
+
+
+def test_an_import_cycle_through_a_function_is_found_and_one_for_annotations_only_is_not(tmp_path):
+    import networkx as nx
+
+    sources = {"a": "def f():\n    from .b import g\n    return g\n", "b": "from .a import f\n",
+               "c": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import x\n",
+               "d": "from .c import y\n"}
+    for name, source in sources.items():
+        (tmp_path / f"{name}.py").write_text(source)
+    graph = import_graph(sorted(tmp_path.glob("*.py")), lambda p: f"kplace.solver.cyc.{p.stem}")
+    assert [sorted(c) for c in nx.simple_cycles(graph)] == [["kplace.solver.cyc.a", "kplace.solver.cyc.b"]]
