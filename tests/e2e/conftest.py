@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import NODES
+from .helpers import NODES, create, manifest
 
 
 @pytest.fixture(scope="session")
@@ -43,3 +43,24 @@ def api(kubeconfig):
     client = new_client(kubeconfig)
     yield client
     client.close()
+
+
+@pytest.fixture(scope="session")
+def kplace_kubeconfig(api, cluster_dir) -> str:
+    """A kubeconfig for deploy/rbac.yaml's ServiceAccount (the file is applied here), with a token minted through
+    the TokenRequest API: the tests run kplace as that identity, so its ClusterRole is checked to be enough."""
+    import yaml
+    from kubernetes import client
+
+    for obj in manifest("rbac.yaml"):
+        create(api, obj)
+    token = client.CoreV1Api(api).create_namespaced_service_account_token("kplace", "kube-system", {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 7200}}).status.token
+    config = yaml.safe_load((cluster_dir / "kubeconfig").read_text())
+    config["users"] = [{"name": "kplace", "user": {"token": token}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = "kplace"
+    path = cluster_dir / "kplace.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)

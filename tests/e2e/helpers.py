@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 NODES = 4  # simulated nodes in the session's cluster
 
@@ -37,10 +40,11 @@ def get(api, path: str) -> dict[str, Any]:
         resp.release_conn()
 
 
-def create(api, obj: dict[str, Any], namespace: str | None = None) -> None:
+def create(api, obj: dict[str, Any], namespace: str | None = None, **options: Any) -> None:
+    """Create OBJ (`dry_run="All"` among OPTIONS: the API server's server-side dry run)."""
     from kubernetes import utils
 
-    utils.create_from_dict(api, obj, namespace=namespace)
+    utils.create_from_dict(api, obj, namespace=namespace, **options)
 
 
 def bind(api, namespace: str, pod: str, node: str) -> None:
@@ -106,3 +110,26 @@ def namespace(api, name: str) -> str:
 def _has_default_service_account(api, name: str) -> bool:
     return any(sa["metadata"]["name"] == "default"
                for sa in get(api, f"/api/v1/namespaces/{name}/serviceaccounts")["items"])
+
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+KPLACE_USER = "system:serviceaccount:kube-system:kplace"  # deploy/rbac.yaml's ServiceAccount, as the API sees it
+
+
+def manifest(name: str) -> list[dict[str, Any]]:
+    """The objects of deploy/NAME."""
+    return [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d is not None]
+
+
+def allowed(api, verb: str, resource: str, group: str = "", subresource: str = "") -> bool:
+    """Whether the API server's authorizer lets deploy/rbac.yaml's ServiceAccount do VERB on RESOURCE (a
+    SubjectAccessReview, asked as admin)."""
+    from kubernetes import client
+
+    review = client.AuthorizationV1Api(api).create_subject_access_review({
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": KPLACE_USER, "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system",
+                                                  "system:authenticated"],
+                 "resourceAttributes": {"verb": verb, "resource": resource, "group": group,
+                                        "subresource": subresource, "namespace": "default"}}})
+    return bool(review.status.allowed)

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from kplace.models import compile_index
 from kplace.models.plan import Placement, Plan
 from kplace.solver.binder.api import commit_api
+from kplace.solver.binder.kube import new_client
 from kplace.solver.binder.live import read_cluster
 from kplace.solver.cli import main
 
@@ -27,12 +28,13 @@ def _schedule(kubeconfig: str, ns: str, tmp_path) -> dict:
     return json.loads(res.stdout)
 
 
-def test_schedule_binds_a_deployments_pending_pods_which_then_run_on_the_planned_nodes(api, kubeconfig, tmp_path):
+def test_schedule_binds_a_deployments_pending_pods_which_then_run_on_the_planned_nodes(api, kplace_kubeconfig,
+                                                                                     tmp_path):
     ns = namespace(api, "e2e-bind")
     create(api, deployment("web", 6, cpu="3"), ns)
     wait_for(lambda: len(pods(api, ns)) == 6, "the Deployment's 6 pods")
 
-    data = _schedule(kubeconfig, ns, tmp_path)
+    data = _schedule(kplace_kubeconfig, ns, tmp_path)
     plan = {p["pod"]: p["node"] for p in data["placements"]}
     assert set(plan) == {f"{ns}/{p['metadata']['name']}" for p in pods(api, ns)}
     assert all(plan.values())
@@ -46,26 +48,27 @@ def test_schedule_binds_a_deployments_pending_pods_which_then_run_on_the_planned
     per_node = [list(plan.values()).count(n) for n in set(plan.values())]
     assert max(per_node) <= 5
 
-    again = _schedule(kubeconfig, ns, tmp_path)
+    again = _schedule(kplace_kubeconfig, ns, tmp_path)
     assert again["placements"] == [] and again["commit"]["outcomes"] == []
 
 
 def test_a_stale_plan_meets_409_for_a_pod_bound_meanwhile_and_404_for_a_deleted_one_and_binds_only_the_rest(
-        api, kubeconfig):
+        api, kplace_kubeconfig):
     from kubernetes import client
 
     ns = namespace(api, "e2e-stale")
     create(api, deployment("api", 3), ns)
     names = sorted(p["metadata"]["name"] for p in wait_for(lambda: len(pods(api, ns)) == 3 and pods(api, ns),
                                                            "the Deployment's 3 pods"))
-    index = compile_index(read_cluster(kubeconfig))
+    index = compile_index(read_cluster(kplace_kubeconfig))
     plan = Plan("greedy", [Placement(f"{ns}/{name}", "node-0") for name in names])
 
     bind(api, ns, names[0], "node-2")
     client.CoreV1Api(api).delete_namespaced_pod(names[1], ns)  # pending: gone at once; its ReplicaSet makes a new one
     wait_for(lambda: names[1] not in {p["metadata"]["name"] for p in pods(api, ns)}, "the deleted pod to go")
 
-    summary = commit_api(plan, index, api)
+    kplace = new_client(kplace_kubeconfig)
+    summary = commit_api(plan, index, kplace)
     by_pod = {o["pod"]: o for o in summary["outcomes"]}
     assert (by_pod[f"{ns}/{names[0]}"]["result"], by_pod[f"{ns}/{names[0]}"]["code"]) == ("conflict", 409)
     assert 'already assigned to node "node-2"' in by_pod[f"{ns}/{names[0]}"]["message"]
@@ -73,7 +76,8 @@ def test_a_stale_plan_meets_409_for_a_pod_bound_meanwhile_and_404_for_a_deleted_
     assert by_pod[f"{ns}/{names[2]}"]["result"] == "bound" and summary["placed"] == 1
     assert {r["pod"] for r in summary["released"]} == {f"{ns}/{names[0]}", f"{ns}/{names[1]}"}
 
-    repeat = commit_api(plan, index, api)
+    repeat = commit_api(plan, index, kplace)
+    kplace.close()
     assert repeat["placed"] == 0
     assert {o["result"] for o in repeat["outcomes"]} == {"conflict", "not-found"}
     nodes = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods(api, ns)}

@@ -20,7 +20,8 @@ def _key(kind, obj):
     return kind, meta.get("namespace", ""), meta["name"]
 
 
-def test_export_writes_every_object_the_api_server_lists_and_its_file_loads_as_a_state(api, kubeconfig, tmp_path):
+def test_export_writes_every_object_the_api_server_lists_and_its_file_loads_as_a_state(api, kplace_kubeconfig,
+                                                                                      tmp_path):
     ns = namespace(api, "e2e-export")
     create(api, deployment("web", 4), ns)
     create(api, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
@@ -38,7 +39,7 @@ def test_export_writes_every_object_the_api_server_lists_and_its_file_loads_as_a
              "the ReplicaSet's status")
 
     out = tmp_path / "state.json"
-    res = CliRunner().invoke(main, ["export", "--kubeconfig", kubeconfig, "--output-file", str(out),
+    res = CliRunner().invoke(main, ["export", "--kubeconfig", kplace_kubeconfig, "--output-file", str(out),
                                     "--page-size", "3"])
     assert res.exit_code == 0, res.output
     exported = json.loads(out.read_text())["items"]

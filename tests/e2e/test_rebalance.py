@@ -38,7 +38,7 @@ def rebalance_namespace(api):
         core.delete_node(name)
 
 
-def test_apply_evicts_through_the_pdb_and_the_replacements_land_where_the_plan_said(api, kubeconfig, tmp_path,
+def test_apply_evicts_through_the_pdb_and_the_replacements_land_where_the_plan_said(api, kplace_kubeconfig, tmp_path,
                                                                                     rebalance_namespace):
     ns = rebalance_namespace
     web = deployment("web", 4, cpu="1")
@@ -58,8 +58,9 @@ def test_apply_evicts_through_the_pdb_and_the_replacements_land_where_the_plan_s
     policy.write_text(f"apiVersion: kplace.io/v1alpha1\nkind: RebalancePolicy\nevictor:\n"
                       f"  namespaces: {{include: [{ns}]}}\n")
     res = CliRunner().invoke(main, [
-        "rebalance", "--kubeconfig", kubeconfig, "--goal", "pack", "--apply", "--policy", str(policy), "--config",
-        kplace_profile(tmp_path), "--no-pending", "--timeout", "60", "--time-limit", "5", "-o", "json", "--quiet"])
+        "rebalance", "--kubeconfig", kplace_kubeconfig, "--goal", "pack", "--apply", "--policy", str(policy),
+        "--config", kplace_profile(tmp_path), "--no-pending", "--timeout", "60", "--time-limit", "5", "-o", "json",
+        "--quiet"])
     assert res.exit_code == 0, res.output
     plan = json.loads(res.stdout)
     assert plan["apply"]["completed"], plan["apply"]
