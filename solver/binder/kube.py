@@ -170,6 +170,7 @@ def list_pages(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float 
 
     cls, method, api_version = LIST_KINDS[kind]
     fn = getattr(api(client, cls), method)
+    what = f"listing {kind}{'es' if kind.endswith('s') else 's'}"  # PriorityClasses, not PriorityClasss
     timeout = TIMEOUTS.list if timeout is None else timeout
     token: str | None = None
     while True:
@@ -183,10 +184,10 @@ def list_pages(client, kind: str, *, page_size: int = PAGE_SIZE, timeout: float 
         except ApiException as exc:
             f = failure(exc)
             if exc.status == 410 and token:
-                raise ContinueExpired(f"listing {kind}s: {f.message}") from None
-            raise KubeError(f"listing {kind}s: HTTP {f.code} {f.reason}: {f.message}") from None
+                raise ContinueExpired(f"{what}: {f.message}") from None
+            raise KubeError(f"{what}: HTTP {f.code} {f.reason}: {f.message}") from None
         except transport_errors() as exc:
-            raise KubeError(f"listing {kind}s: {failure(exc).message}") from None
+            raise KubeError(f"{what}: {failure(exc).message}") from None
         items = body.get("items") or []
         for item in items:
             item.setdefault("kind", kind)

@@ -105,3 +105,10 @@ def test_a_bad_kubeconfig_or_an_unreachable_server_is_one_clear_error(tmp_path, 
     api.stop()
     res = CliRunner().invoke(main, ["export", "--kubeconfig", kc])
     assert res.exit_code == 2 and "listing Nodes" in res.output
+
+
+def test_a_refused_list_names_the_kind_in_its_plural(fake_api):
+    api = fake_api(_objects(1))
+    api.fail("^/apis/scheduling.k8s.io/v1/priorityclasses$", code=403, method="GET")
+    res = CliRunner().invoke(main, ["export", "--kubeconfig", api.kubeconfig_path])
+    assert res.exit_code == 2 and "listing PriorityClasses: HTTP 403" in res.output
