@@ -11,8 +11,11 @@ A wave has four phases:
    wave are its replacements: those of kplace's scheduler are bound to the planned nodes the others have not
    taken, the others are left to their scheduler, and one that runs elsewhere than planned is reported. The next
    wave starts only when every replacement and every bound placement is Running.
-The run stops, and reports what was done, at the first surprise: a PodDisruptionBudget refusal (429), any other
-API error, a pod without a controller, or the timeout.
+An eviction refused by a PodDisruptionBudget (429) is retried (after its Retry-After, else every second) until
+`timeout` seconds have passed: the waves are PDB-safe as planned, so a refusal usually means the disruption
+controller has not yet counted the previous wave's replacements as healthy, and `kubectl drain` retries likewise.
+The run stops, and reports what was done, at the first surprise: an eviction still refused at the timeout, any
+other API error, a pod without a controller, or the timeout.
 
 The request bodies are the binder's (`binder.eviction_object`, `binder.binding_object`); the calls go through
 the official `kubernetes` client.
@@ -84,7 +87,7 @@ def _apply(plan: dict[str, Any], index: ClusterIndex, api, timeout: float, sched
         wave = Wave.of(plan, w)
         try:
             wave.before = {ns: {p.metadata.name for p in pods} for ns, pods in run.pods(wave.namespaces).items()}
-            run.evict(wave)
+            run.evict(wave, timeout)
             run.bind_placements(wave)
             run.settle(wave, timeout, poll)
         except Stop as exc:
@@ -104,6 +107,14 @@ def _api_errors(what: str):
         yield
     except ApiException as exc:
         raise Stop(f"{what} failed: HTTP {exc.status} {exc.reason}") from exc
+
+
+def _retry_after(exc) -> float | None:
+    """The Retry-After header of an API error, in seconds, when it has one."""
+    try:
+        return float((exc.headers or {}).get("Retry-After"))
+    except (TypeError, ValueError):
+        return None
 
 
 def _pod_owner(p) -> str | None:
@@ -130,26 +141,40 @@ class Run:
         with _api_errors("listing pods"):
             return {ns: self.api.list_namespaced_pod(ns).items for ns in namespaces}
 
-    def evict(self, wave: Wave) -> None:
-        """Phase 2: evict the wave's moves in order, noting each owner's planned nodes in `wave.want`."""
-        from kubernetes.client.rest import ApiException
-
+    def evict(self, wave: Wave, timeout: float) -> None:
+        """Phase 2: evict the wave's moves in order (a PDB refusal retried for up to `timeout` seconds), noting each
+        owner's planned nodes in `wave.want`."""
+        deadline = time.monotonic() + timeout
         for m in wave.moves:
-            ns, name = split_key(m["pod"])
-            body = eviction_object(ns, name, pod_uid(self.index, m["pod"]))
-            try:
-                self.api.create_namespaced_pod_eviction(name, ns, body)
-            except ApiException as exc:
-                if exc.status == 429:
-                    raise Stop(f"eviction of {m['pod']} refused (429, a PodDisruptionBudget); stopped safely, later "
-                               "moves not attempted") from exc
-                raise Stop(f"eviction of {m['pod']} failed: HTTP {exc.status} {exc.reason}") from exc
-            self.events.append({"wave": wave.number, "action": "evicted", "pod": m["pod"], "from": m["from"]})
+            refusals = self._evict(m["pod"], deadline, timeout)
+            self.events.append({"wave": wave.number, "action": "evicted", "pod": m["pod"], "from": m["from"],
+                                **({"refused_first": refusals} if refusals else {})})
             pi = self.index.pod_by_key.get(m["pod"])
             owner = _pod_owner(pi.pod) if pi is not None else None
             if owner is None:
                 raise Stop(f"{m['pod']} has no controller, so nothing will replace it")
-            wave.want[ns, owner].append(m["to"])
+            wave.want[split_key(m["pod"])[0], owner].append(m["to"])
+
+    def _evict(self, key: str, deadline: float, timeout: float) -> int:
+        """POST the eviction of `key`, again after each PDB refusal until `deadline`; the refusals before it went."""
+        from kubernetes.client.rest import ApiException
+
+        ns, name = split_key(key)
+        body = eviction_object(ns, name, pod_uid(self.index, key))
+        refusals = 0
+        while True:
+            try:
+                self.api.create_namespaced_pod_eviction(name, ns, body)
+                return refusals
+            except ApiException as exc:
+                if exc.status != 429:
+                    raise Stop(f"eviction of {key} failed: HTTP {exc.status} {exc.reason}") from exc
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Stop(f"eviction of {key} refused (429, a PodDisruptionBudget) for {timeout:g}s; stopped "
+                               "safely, later moves not attempted") from exc
+                refusals += 1
+                time.sleep(min(left, _retry_after(exc) or 1.0))
 
     def bind_placements(self, wave: Wave) -> None:
         """Phase 3: bind the placements of kplace's scheduler; the others leave `wave.places`."""

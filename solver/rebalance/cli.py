@@ -103,7 +103,8 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
 @NAMESPACE_OPTS
 @CONTEXT_OPT
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True,
-              help="With --apply: seconds to wait per wave for replacements bound and Running.")
+              help="With --apply: seconds per wave to retry evictions a PDB refuses and to wait for replacements "
+                   "bound and Running.")
 @click.option("--scheduler-name", default="kplace", show_default=True,
               help="With --apply: replacement pods with this schedulerName are bound to their planned nodes.")
 @click.option("--every", default=None, metavar="DURATION", help="Run periodically (e.g. 10m) instead of once.")

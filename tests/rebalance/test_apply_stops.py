@@ -21,8 +21,9 @@ def live(name: str, node_name: str = "", phase: str = "Running", owner: str | No
 class StubApi:
     """Answers the n-th listing with `listings[n]` (the last one repeats); raises the errors it is given."""
 
-    def __init__(self, listings, list_error=None, evict_error=None):
+    def __init__(self, listings, list_error=None, evict_error=None, refusals=0):
         self.listings, self.list_error, self.evict_error = listings, list_error, evict_error
+        self.refusals = refusals  # the first evictions refused by a PDB (429)
         self.lists = 0
         self.evicted: list[str] = []
 
@@ -35,6 +36,9 @@ class StubApi:
     def create_namespaced_pod_eviction(self, name, ns, body):
         if self.evict_error is not None:
             raise self.evict_error
+        if self.refusals:
+            self.refusals -= 1
+            raise ApiException(status=429, reason="Too Many Requests")
         self.evicted.append(name)
 
 
@@ -56,8 +60,8 @@ CASES = [
     ("a PodDisruptionBudget refusal (429) stops the run safely before the later moves",
      {"moves": [move("web-0"), move("web-1", src="n1")], "placements": []},
      StubApi([BEFORE], evict_error=ApiException(status=429, reason="Too Many Requests")),
-     "wave 1: eviction of default/web-0 refused (429, a PodDisruptionBudget); stopped safely, later moves not "
-     "attempted", [], []),
+     "wave 1: eviction of default/web-0 refused (429, a PodDisruptionBudget) for 0s; stopped safely, later moves "
+     "not attempted", [], []),
     ("an eviction answered 404 (the pod is gone) stops the run with the HTTP status",
      {"moves": [move("web-0")], "placements": []},
      StubApi([BEFORE], evict_error=ApiException(status=404, reason="Not Found")),
@@ -96,3 +100,15 @@ def test_a_wave_logs_its_actions_and_stops_at_the_first_surprise(plan, api, stop
     assert [e["action"] for e in report["events"]] == actions
     waves = max(m["wave"] for m in plan["moves"])
     assert report["waves_done"] == (waves if stopped is None else 0)
+
+
+def test_an_eviction_a_pdb_refuses_for_a_while_is_retried_and_the_wave_completes(monkeypatch):
+    from kplace.solver.rebalance import apply
+
+    monkeypatch.setattr(apply.time, "sleep", lambda s: None)
+    api = StubApi([BEFORE, [*BEFORE[1:], live("web-r1", "n2")]], refusals=3)
+    report = _apply({"moves": [move("web-0")], "placements": []}, INDEX, api, timeout=60, scheduler_name="kplace",
+                    poll=0)
+    assert report["completed"] and api.evicted == ["web-0"]
+    assert report["events"][0] == {"wave": 1, "action": "evicted", "pod": "default/web-0", "from": "n0",
+                                   "refused_first": 3}
