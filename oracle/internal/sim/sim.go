@@ -121,8 +121,9 @@ type Oracle struct {
 	// events counts the pod events the scheduler's handlers must have finished (bindings seen, pods deleted)
 	// before the next cycle starts, so every event of a cycle reaches the queue before the next pod is popped.
 	// Pending pods added count too: a gang's last pod moves the others to activeQ in its handler, which must end
-	// before the clock moves on, as their queue time is that instant.
-	events struct{ added, deleted, updated, pending uint64 }
+	// before the clock moves on, as their queue time is that instant. Nodes added count as well: kube's handler
+	// fills the cache before it moves pods in the queue, so a node in the cache may still be an event in flight.
+	events struct{ nodes, added, deleted, updated, pending uint64 }
 	// version is the last resourceVersion written: the fake clientset keeps objects' own, and kube ignores an
 	// update whose resourceVersion did not change, so every pod write here gets a new one as an API server's would.
 	version int
@@ -321,6 +322,9 @@ func (o *Oracle) workloads() bool {
 	return utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)
 }
 
+// nodeAdd is the cluster event of kube's node-add handler (its latency metric's label).
+var nodeAdd = fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}
+
 // waitForEvents waits until the scheduler's handlers finished every binding and deletion seen so far (the
 // scheduler's own event-handling histogram counts a handler when it returns).
 func (o *Oracle) waitForEvents(ctx context.Context) error {
@@ -335,7 +339,8 @@ func (o *Oracle) waitForEvents(ctx context.Context) error {
 		o.mu.Lock()
 		want := o.events
 		o.mu.Unlock()
-		return count(framework.EventAssignedPodAdd.Label()) >= want.added &&
+		return count(nodeAdd.Label()) >= want.nodes &&
+			count(framework.EventAssignedPodAdd.Label()) >= want.added &&
 			count(framework.EventUnscheduledPodAdd.Label()) >= want.pending &&
 			count(framework.EventAssignedPodDelete.Label()) >= want.deleted &&
 			count(framework.EventUnscheduledPodUpdate.Label()) >= want.updated
@@ -433,14 +438,13 @@ func (o *Oracle) wrap() {
 func (o *Oracle) populate(ctx context.Context, st *state.State) (int, error) {
 	cs := o.client.CoreV1()
 	for _, n := range st.Nodes {
+		o.mu.Lock()
+		o.events.nodes++
+		o.mu.Unlock()
 		if _, err := cs.Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 			return 0, fmt.Errorf("Node %s: %w", n.Name, err)
 		}
-		name := n.Name
-		if err := o.waitFor(ctx, "node "+name, func() bool {
-			ni, err := o.sched.Cache.GetNode(name)
-			return err == nil && ni.Node() != nil
-		}); err != nil {
+		if err := o.waitForEvents(ctx); err != nil { // the handler's queue moves too, not only the cache
 			return 0, err
 		}
 	}
