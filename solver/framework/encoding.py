@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from .plugin import Plugin
 from .state import ClusterState
 
@@ -149,13 +151,11 @@ def piecewise(handle: ModelHandle, expr: Any, values: list[int], name: str, coun
     sign = 1 if maximize else -1
     table = list(values)
     if segments:  # what the lines allow at each count: min (max when minimised) over every line
-        for k in range(len(values)):
-            best = None
-            for a, b in segments:
-                num = values[a] * (b - a) + (values[b] - values[a]) * (k - a)
-                at = num // (b - a) if maximize else -(-num // (b - a))
-                best = at if best is None else (min(best, at) if maximize else max(best, at))
-            table[k] = best
+        lo, hi = np.array(segments, dtype=np.int64).T[:, :, None]  # one row per line, one column per count
+        vals, ks = np.asarray(values, dtype=np.int64), np.arange(len(values))
+        num = vals[lo] * (hi - lo) + (vals[hi] - vals[lo]) * (ks - lo)
+        at = num // (hi - lo) if maximize else -(-num // (hi - lo))
+        table = (at.min(axis=0) if maximize else at.max(axis=0)).tolist()
     off = max((sign * (v - t) for v, t in zip(values, table, strict=True)), default=0)
     span = max(values) - min(values)
     if off <= TOLERANCE * span:  # concave (convex) up to kube's integer floors: lines, whose LP is tight

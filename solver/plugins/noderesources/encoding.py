@@ -36,7 +36,7 @@ from ...framework.encoding import (
     piecewise,
 )
 from .args import LEAST, MOST
-from .helpers import _columns, allocation, allocation_after, pod_requests
+from .helpers import _columns, allocation, pod_requests
 
 
 def _tables(ctx: EncodingContext, scorer, wanted: list[tuple[int, int, int]], non_zero: bool, resources
@@ -66,14 +66,12 @@ def _tables(ctx: EncodingContext, scorer, wanted: list[tuple[int, int, int]], no
 
 def _loads(ctx: EncodingContext, entries, n: int, resources, non_zero: bool):
     """(L⁰, {gid: r_g}, allocatable, included) on node n: its load before the window and each group's request."""
-    h = ctx.handle
-    out, base, alloc, inc = {}, None, None, None
-    for g, _ in entries:
-        req2, a, i = allocation_after(h.state, g.rep.idx, n, resources, non_zero, 2)
-        out[g.gid] = req2[1] - req2[0]
-        if base is None:
-            base, alloc, inc = req2[0] - out[g.gid], a[0], i[0]
-    return base, out, np.where(alloc > 0, alloc, 1).astype(float), inc
+    index = ctx.handle.state.index
+    tracked = _columns(index, resources, non_zero)[1]
+    out = {g.gid: pod_requests(index, g.rep.idx, resources, non_zero) * tracked for g, _ in entries}
+    first = entries[0][0]
+    req, alloc, inc = allocation(ctx.handle.state, first.rep.idx, np.array([n], dtype=np.int64), resources, non_zero)
+    return req[0] - out[first.gid], out, np.where(alloc[0] > 0, alloc[0], 1).astype(float), inc[0]
 
 
 def _utilisation(ctx: EncodingContext, entries, n: int, resources, weights, non_zero: bool):

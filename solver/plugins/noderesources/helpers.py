@@ -151,14 +151,3 @@ def allocation(
     included = (alloc > 0) & ~(scalar & (p == 0))
     return req, alloc, included
 
-
-def allocation_after(
-    state: ClusterState, pod_idx: int, node: int, resources: Sequence[str], non_zero: bool, k_max: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`allocation` on one node as if k = 1..k_max copies of the pod were placed there: row k − 1 is the node's
-    requested plus k pod requests, with the node's allocatable and included mask repeated."""
-    req, alloc, inc = allocation(state, pod_idx, np.array([node], dtype=np.int64), resources, non_zero)
-    _, tracked, _, _, _ = _columns(state.index, resources, non_zero)
-    p = pod_requests(state.index, pod_idx, resources, non_zero) * tracked
-    k = np.arange(k_max, dtype=np.int64)[:, None]
-    return req + k * p, np.repeat(alloc, k_max, axis=0), np.repeat(inc, k_max, axis=0)
