@@ -328,14 +328,16 @@ class ComponentSolver:
         slower than wall time) only when the probe improved on the hint by more than SURROGATE_GAP (relative) —
         where greedy's plan is already at the surrogate's optimum, or within the gap the search may stop at, the
         window stays cheap. Both presolve lightly (`StageSolver.optimise`) and stop within SURROGATE_GAP of the
-        bound; in deterministic mode both limits are deterministic time (wall time, doubled, otherwise)."""
+        bound, except a node-local probe, which searches sequentially without presolve (its limit, a few
+        hundredths of a second, would otherwise be outlasted by the presolve and the first interleaved batch);
+        in deterministic mode both limits are deterministic time (wall time, doubled, otherwise)."""
         size = len(m.runner.model.proto.variables)
         effort = min(share / 2, SURROGATE_EFFORT[0] + size / SURROGATE_EFFORT[1])
         pods = sum(g.size for g in groups)
         probe = SURROGATE_PROBE[0] * min(1.0, pods / SURROGATE_PROBE[2]) + size / SURROGATE_PROBE[1]
         probe = min(effort, probe * (LOCAL_PROBE if m.local else 1.0))
         wall = 1.0 if self.opts.deterministic else 2.0
-        first = m.runner.optimise(stage, max(0.01, wall * probe), SURROGATE_GAP, light=True)
+        first = m.runner.optimise(stage, max(0.01, wall * probe), SURROGATE_GAP, light=True, sequential=m.local)
         rest = effort - probe
         before = stage.evaluate(counts)
         if (first.status != cp_model.FEASIBLE or rest < 0.05

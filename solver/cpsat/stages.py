@@ -58,10 +58,13 @@ class StageSolver:
     def __init__(self, model: cp_model.CpModel, clock: SearchClock, on_progress: Progress | None = None) -> None:
         self.model, self.clock, self.on_progress = model, clock, on_progress
 
-    def optimise(self, stage: Stage, seconds: float, gap: float = 0.0, light: bool = False) -> StageSolve:
+    def optimise(self, stage: Stage, seconds: float, gap: float = 0.0, light: bool = False,
+                 sequential: bool = False) -> StageSolve:
         """Optimise `stage` for `seconds` on the clock, stopping within `gap` (relative) of the bound if given.
         `light` presolves once, without probing: for short searches from a complete hint, where a full presolve
-        would take longer than the search."""
+        would take longer than the search. `sequential` searches on one thread, one subsolver, without presolve:
+        for the shortest probes from a complete hint, which an interleaved search overruns (its first batch runs a
+        chunk of every subsolver before the limit is checked) and a presolve would outlast."""
         (self.model.maximize if stage.maximize else self.model.minimize)(stage.expr)
         solver = self.clock.solver(seconds)
         if gap:
@@ -69,6 +72,10 @@ class StageSolver:
         if light:
             solver.parameters.max_presolve_iterations = 1
             solver.parameters.cp_model_probing_level = 0
+        if sequential:
+            solver.parameters.num_workers = 1
+            solver.parameters.interleave_search = False
+            solver.parameters.cp_model_presolve = False
         hook = self.on_progress
         status, netted = self.clock.solve(solver, self.model, _Callback(hook, stage.name) if hook else None)
         if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
