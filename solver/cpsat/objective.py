@@ -33,7 +33,7 @@ import numpy as np
 from kplace.models.index import HOSTNAME
 from ortools.sat.python import cp_model
 
-from ..framework.encoding import SCALE, ObjectiveTerm
+from ..framework.encoding import SCALE, TOLERANCE, ObjectiveTerm, piecewise
 from .domains import GroupDomain
 from .groups import PodGroup
 from .variables import EVICTED, Variables
@@ -125,11 +125,36 @@ def score_stage(v: Variables, groups: list[PodGroup], domains: dict[int, GroupDo
     v.coefficients = weights
     static = _eval_linear(scaled)
     evals = [t.evaluate for t in terms]
+    tabled, values, approximated = count_tables(v, terms)
+    evals.extend(values)
     inexact = sorted([*(f"{t.plugin} ({t.note})" if t.note else t.plugin for t in terms if not t.exact),
                       *(f"{name} (normalised at the window's start)" for name in normalised)])
-    return Stage("score", expr + sum(t.expr for t in terms), True,
+    if approximated:
+        inexact.append(f"{approximated} count tables (by lines through breakpoints, concave within "
+                       f"{TOLERANCE:.0%} of their span)")
+    return Stage("score", expr + sum(t.expr for t in terms) + cp_model.LinearExpr.sum(tabled), True,
                  lambda c: static(c) + sum(f(c) for f in evals),
                  surrogate="final-state score; not exact for " + ", ".join(inexact) if inexact else "")
+
+
+def count_tables(v: Variables, terms: list[ObjectiveTerm]) -> tuple[list, list, int]:
+    """Every term's count tables (`ObjectiveTerm.tables`) summed per variable, T[g, n](k) = Σ_i tables_i[g, n][k],
+    each sum encoded once by `piecewise` as t[g, n] = T[g, n](y[g, n]): (the t variables, their values on counts,
+    how many sums the lines approximate somewhere instead of matching them on every count)."""
+    summed: dict[tuple[int, int], np.ndarray] = {}
+    for term in terms:
+        for key, table in term.tables.items():
+            row = np.asarray(table, dtype=np.int64)
+            summed[key] = summed[key] + row if key in summed else row
+    tvars, values, approximated = [], [], 0
+    for (gid, n), table in summed.items():
+        def count(c, gid=gid, n=n):
+            return c.get(gid, {}).get(n, 0)
+        t, value = piecewise(v, v.y[gid][n], table.tolist(), f"score_{gid}_{n}", count)
+        approximated += any(value({gid: {n: k}}) != int(x) for k, x in enumerate(table.tolist()))
+        tvars.append(t)
+        values.append(value)
+    return tvars, values, approximated
 
 
 def goal_stage(v: Variables, goal: str) -> Stage | None:

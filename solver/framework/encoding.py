@@ -66,12 +66,17 @@ class EncodingContext:
 
 @dataclass
 class ObjectiveTerm:
+    """A plugin's term: `expr` plus, for each variable y[g, n] in `tables`, the count function tables[g, n][k]
+    (k = 0..ub, k = y[g, n]). The model builder sums every plugin's table of one variable and encodes the sum once
+    (`piecewise`: one element or one set of lines per variable, however many plugins score it)."""
+
     plugin: str
     expr: Any  # cp_model.LinearExprT, to maximise, in SCALE-ths of weighted points
-    evaluate: Callable[[Counts], int]  # the same value on counts
-    exact: bool = False  # True when expr equals the plugin's part of the measure on every plan
+    evaluate: Callable[[Counts], int]  # the value of `expr` on counts (the tables not included)
+    exact: bool = False  # True when expr and the tables equal the plugin's part of the measure on every plan
     note: str = ""
     domains: bool = False  # True when it counts pods per topology domain, tying pods on different nodes
+    tables: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (gid, node) → value per count
 
 
 class ScoreEncoding(Protocol):
@@ -103,6 +108,7 @@ class LinearTerms:
     vars: list[Any] = field(default_factory=list)
     coefs: list[int] = field(default_factory=list)
     evals: list[Callable[[Counts], int]] = field(default_factory=list)
+    tables: dict[tuple[int, int], list[int]] = field(default_factory=dict)
 
     def add(self, var: Any, coef: int, value: Callable[[Counts], int]) -> None:
         if coef:
@@ -110,15 +116,20 @@ class LinearTerms:
             self.coefs.append(int(coef))
             self.evals.append(value)
 
+    def table(self, gid: int, n: int, values: list[int]) -> None:
+        """values[k]: the term's value when y[gid, n] = k (see `ObjectiveTerm`)."""
+        self.tables[gid, n] = values
+
     def term(self, plugin: str, *, exact: bool = False, note: str = "", domains: bool = False
              ) -> ObjectiveTerm | None:
-        if not self.vars:
+        if not self.vars and not self.tables:
             return None
         from ortools.sat.python import cp_model
 
         coefs, evals = list(self.coefs), list(self.evals)
         return ObjectiveTerm(plugin, cp_model.LinearExpr.weighted_sum(self.vars, coefs),
-                             lambda c: sum(k * f(c) for k, f in zip(coefs, evals, strict=True)), exact, note, domains)
+                             lambda c: sum(k * f(c) for k, f in zip(coefs, evals, strict=True)), exact, note, domains,
+                             dict(self.tables))
 
 
 TOLERANCE = 0.01  # lines are used while they undervalue no count by more than this share of the table's span
@@ -148,17 +159,16 @@ def piecewise(handle: ModelHandle, expr: Any, values: list[int], name: str, coun
     model = handle.model
     points = breakpoints(len(values))
     segments = list(itertools.pairwise(points))
-    sign = 1 if maximize else -1
-    table = list(values)
+    vals = np.asarray(values, dtype=np.int64)
+    lines = vals
     if segments:  # what the lines allow at each count: min (max when minimised) over every line
         lo, hi = np.array(segments, dtype=np.int64).T[:, :, None]  # one row per line, one column per count
-        vals, ks = np.asarray(values, dtype=np.int64), np.arange(len(values))
-        num = vals[lo] * (hi - lo) + (vals[hi] - vals[lo]) * (ks - lo)
+        num = vals[lo] * (hi - lo) + (vals[hi] - vals[lo]) * (np.arange(len(values)) - lo)
         at = num // (hi - lo) if maximize else -(-num // (hi - lo))
-        table = (at.min(axis=0) if maximize else at.max(axis=0)).tolist()
-    off = max((sign * (v - t) for v, t in zip(values, table, strict=True)), default=0)
-    span = max(values) - min(values)
-    if off <= TOLERANCE * span:  # concave (convex) up to kube's integer floors: lines, whose LP is tight
+        lines = at.min(axis=0) if maximize else at.max(axis=0)
+    off = int(((vals - lines) if maximize else (lines - vals)).max(initial=0))
+    if off <= TOLERANCE * int(vals.max() - vals.min()):  # concave (convex) up to kube's floors: lines, LP tight
+        table = lines.tolist()
         t = model.new_int_var(min(table), max(table), name)
         for a, b in segments:
             line = values[a] * (b - a) + (values[b] - values[a]) * (expr - a)  # (b − a)·t against it

@@ -5,9 +5,9 @@ node n scores F(L_n, r_p), with L_n the node's requested resources in the final 
 plugin's own integer function. The node's contribution to the measure is T_n = Σ_{p on n} F(L_n).
 
 - A node that one window group g can use: L_n = L⁰_n + k·r_g with k = y[g, n], so
-  T_n = k · F(L⁰_n + k·r_g), tabulated for k = 0..ub with the plugin's own function and encoded by
-  `framework.encoding.piecewise`: exact on every integer k. LeastAllocated is concave in k — the tangent-line
-  form, whose LP relaxation is the table's interpolation; MostAllocated is convex — an element constraint.
+  T_n = k · F(L⁰_n + k·r_g), tabulated for k = 0..ub with the plugin's own function: a table of y[g, n]
+  (`ObjectiveTerm.tables`), which the model builder sums with the other plugins' tables of the same variable and
+  encodes once (`framework.encoding.piecewise`: lines where the sum is concave, an element otherwise).
 - BalancedAllocation (kube 1.36) scores the change of balance the pod makes: F = 50 + ⌊(50 + B(L) − B(L − r))/2⌋
   with B the balance of the loads; on a node one group can use it is tabulated as above (neither concave nor
   convex in general: an element constraint). On a node several groups share it keeps the first-order coefficient.
@@ -33,7 +33,6 @@ from ...framework.encoding import (
     ObjectiveTerm,
     PluginEncoding,
     node_count,
-    piecewise,
 )
 from .args import LEAST, MOST
 from .helpers import _columns, allocation, pod_requests
@@ -107,15 +106,13 @@ def _product(ctx: EncodingContext, entries, n: int, offset: int, coef: dict[int,
     return c, count, p, lambda cs: count(cs) * linear(cs)
 
 
-def _single(ctx: EncodingContext, terms: LinearTerms, entries, n: int, table: list[int], name: str) -> None:
+def _single(ctx: EncodingContext, terms: LinearTerms, entries, n: int, table: list[int]) -> None:
     """The exact term of a node one group can use: table[y] (linear when y is a boolean)."""
-    _, var = entries[0]
-    count = node_count(ctx.handle, entries, n)
+    g, var = entries[0]
     if len(table) == 2:
-        terms.add(var, table[1], count)
+        terms.add(var, table[1], node_count(ctx.handle, entries, n))
     else:
-        t, value = piecewise(ctx.handle, var, table, f"{name}_{n}", count)
-        terms.add(t, 1, value)
+        terms.table(g.gid, n, table)
 
 
 def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
@@ -132,7 +129,7 @@ def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
         if len(entries) == 1 or not products for g, _ in entries], True, names)
     for n, entries in h.by_node.items():
         if len(entries) == 1:
-            _single(ctx, terms, entries, n, tables[entries[0][0].gid, n], "fit")
+            _single(ctx, terms, entries, n, tables[entries[0][0].gid, n])
             continue
         util = _utilisation(ctx, entries, n, names, weights, True) if products else None
         if util is None:
@@ -177,7 +174,7 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
         if not scored:
             continue
         if len(scored) == 1:
-            _single(ctx, terms, scored, n, tables[scored[0][0].gid, n], "balanced")
+            _single(ctx, terms, scored, n, tables[scored[0][0].gid, n])
             continue
         exact = False  # the first-order coefficient: one pod of g on n at the window's start
         for g, var in scored:
