@@ -45,8 +45,9 @@ SURROGATE_GAP = 1e-3  # a surrogate stage stops within 0.1 % of its bound,
 SURROGATE_EFFORT = (1.0, 1000)  # or after 1 s + 1 s per 1,000 model variables (deterministic seconds),
 SURROGATE_PROBE = (0.25, 4000, 200)  # in two solves: a probe of 0.25 s (pro rata below 200 pods) + 1 s per 4,000
 # variables, then the rest when the probe gained more than SURROGATE_GAP on its hint; a model whose terms are all
-# node-local (no domain counts) probes a tenth as long
-LOCAL_PROBE = 0.1
+# node-local (no domain counts) probes a twentieth as long: from greedy's hint such a probe rarely gains (when it
+# gains more than the gap, the rest of the effort follows)
+LOCAL_PROBE = 0.05
 
 
 @dataclass
@@ -322,7 +323,7 @@ class ComponentSolver:
 
     def _surrogate(self, m: _Model, groups: list[PodGroup], stage: Stage, counts: Counts, share: float
                    ) -> StageSolve:
-        """A surrogate stage: a probe first (SURROGATE_PROBE, shorter for small models, a tenth of it when every
+        """A surrogate stage: a probe first (SURROGATE_PROBE, shorter for small models, a twentieth of it when every
         term is node-local: greedy's myopia shows in the domain counts that tie pods on different nodes), and
         the rest of its effort (SURROGATE_EFFORT, at most half the share: its products tick deterministic time
         slower than wall time) only when the probe improved on the hint by more than SURROGATE_GAP (relative) —
