@@ -27,6 +27,7 @@ from .summary import summarize
 from .volumes import BIND_TIMEOUT, bind_volume
 
 Victim = tuple[str, str, str | None]  # namespace, name, uid
+NOT_LEADER = "not sent: the leader lease was lost"
 
 
 def post_binding(core, ns: str, name: str, uid: str | None, node: str, retry: RetryPolicy,
@@ -82,7 +83,9 @@ class ApiBinder:
     consulted only between the eviction phase and the binding phase: once a window's bindings start they all
     finish, so nothing is left half-committed. The claims a placement binds are bound first (`bind_volume`, one
     `volume` outcome each); if one fails or is not Bound within `bind_timeout` seconds, the pod's Binding is
-    `skipped`. `dry_run` sends every write as a server-side dry run.
+    `skipped`. `leading`, when given, is checked before each eviction and each Binding is sent: once it is false
+    (`kplace run` lost its leader lease) nothing more is sent and the rest are `skipped`. `dry_run` sends every
+    write as a server-side dry run.
     """
 
     client: Any
@@ -91,6 +94,7 @@ class ApiBinder:
     retry: RetryPolicy | None = None  # None: RetryPolicy()
     sleep: Callable[[float], None] = time.sleep
     should_stop: Callable[[], bool] | None = None
+    leading: Callable[[], bool] | None = None
     victim_timeout: float = 120.0
     bind_timeout: float = BIND_TIMEOUT
 
@@ -114,7 +118,12 @@ class ApiBinder:
                 bound = self._bind_all(pool, core, index, bindings, blocked)
         return summarize([*evicted, *bound], index, dry_run=self.dry_run, seconds=time.perf_counter() - started)
 
+    def _not_leading(self) -> bool:
+        return self.leading is not None and not self.leading()
+
     def _evict(self, core, index: ClusterIndex, e: Eviction) -> Outcome:
+        if self._not_leading():
+            return Outcome("evict", e.pod, e.node, SKIPPED, 0, NOT_LEADER, extra={"preemptor": e.preemptor})
         ns, name = split_key(e.pod)
         body = eviction_object(ns, name, pod_uid(index, e.pod), dry_run=self.dry_run)
         t0 = time.perf_counter()
@@ -170,6 +179,8 @@ class ApiBinder:
             if o.result not in (BOUND, PATCHED):
                 why = f"claim {claim} {o.result}: {o.message}".strip()
                 return [*done, Outcome("bind", p.pod, p.node, SKIPPED, 0, why)]
+        if self._not_leading():
+            return [*done, Outcome("bind", p.pod, p.node, SKIPPED, 0, NOT_LEADER)]
         ns, name = split_key(p.pod)
         t0 = time.perf_counter()
         result, code, msg, n = post_binding(core, ns, name, pod_uid(index, p.pod), p.node, self.retry, self.sleep,
