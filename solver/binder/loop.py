@@ -112,6 +112,8 @@ class Metrics:
                              registry=self.registry)
         self.relists = Counter("kplace_relists", "Lists of a watched kind (initial, after 410 Gone or errors).",
                                ["kind"], registry=self.registry)
+        self.apiserver = Gauge("kplace_apiserver_reachable", "1 while the API server answered a probe (GET /version) "
+                               "within the last 20 s, else 0: /readyz's API server check.", registry=self.registry)
         self.leader = Gauge("leader_election_master_status", "1 while this replica holds the leader Lease, else 0 "
                             "(kube-scheduler's gauge; only with leader election).", ["name"], registry=self.registry)
 
@@ -168,6 +170,20 @@ class Informer(threading.Thread):
         self.watch_timeout = watch_timeout
         self.error: str | None = None
         self.failures = 0  # consecutive failed list/watch attempts (0: the last one worked)
+        self._resp = None  # the open watch response, for interrupt()
+        self._resp_lock = threading.Lock()
+
+    def interrupt(self) -> None:
+        """Shut the open watch's connection down: a black-holed connection would otherwise hang until its read
+        timeout (minutes). The watch resumes from its resourceVersion, or is listed again."""
+        with self._resp_lock:
+            resp = self._resp
+        if resp is not None:
+            try:
+                shutdown = getattr(resp, "shutdown", None)  # urllib3 >= 2.3: unblocks a read in another thread
+                (shutdown or resp.close)()
+            except Exception:  # already closed: nothing to interrupt
+                pass
 
     def run(self) -> None:
         while not self.stop_event.is_set():
@@ -212,6 +228,8 @@ class Informer(threading.Thread):
                     raise
                 continue
             broken = 0
+            with self._resp_lock:
+                self._resp = resp
             try:
                 for line in resp:
                     if self.stop_event.is_set():
@@ -230,6 +248,8 @@ class Informer(threading.Thread):
                         obj.setdefault("kind", self.kind)
                         self.cache.apply(self.kind, typ, obj)
             finally:
+                with self._resp_lock:
+                    self._resp = None
                 resp.release_conn()
 
 
@@ -253,6 +273,7 @@ class Runner:
         self.informers: list[Informer] = []
         self.healthy = False
         self.api_ok_at: float | None = None  # monotonic time the API server last answered the prober
+        self.metrics.apiserver.set_function(lambda: float(self._api_reachable()))
         self.elector: LeaderElector | None = None
         self._elector_stop = threading.Event()
         self._elector_thread: threading.Thread | None = None
@@ -301,9 +322,12 @@ class Runner:
         failing = [i.kind for i in self.informers if i.failures or not i.is_alive()]
         if failing:
             return False, f"list/watch failing for {', '.join(failing)}"
-        if self.api_ok_at is None or time.monotonic() - self.api_ok_at > PROBE_STALE:
+        if not self._api_reachable():
             return False, "the API server did not answer its last probes"
         return True, "ok"
+
+    def _api_reachable(self) -> bool:
+        return self.api_ok_at is not None and time.monotonic() - self.api_ok_at <= PROBE_STALE
 
     def _probe(self) -> None:
         """GET /version every PROBE_INTERVAL seconds, each within PROBE_TIMEOUT."""
@@ -320,7 +344,9 @@ class Runner:
                     resp.release_conn()
                 self.api_ok_at = time.monotonic()
             except Exception as exc:  # any failure means "not reachable now"
-                _event(logging.WARNING, "API server probe failed", error=str(exc)[:200])
+                _event(logging.WARNING, "API server probe failed; restarting the watches", error=str(exc)[:200])
+                for inf in self.informers:  # their connections may hang as the probe's did
+                    inf.interrupt()
             self.stop_event.wait(PROBE_INTERVAL)
 
     def run(self) -> int:
