@@ -192,8 +192,12 @@ class Replica:
     log: Path
 
     def metric(self, line_start: str) -> float:
-        """The value of the first /metrics sample whose line starts with LINE_START (0 when absent)."""
-        _, text = _http(self.port, "/metrics")
+        """The value of the first /metrics sample whose line starts with LINE_START (0 when absent, NaN while the
+        endpoint does not answer yet)."""
+        try:
+            _, text = _http(self.port, "/metrics")
+        except OSError:
+            return float("nan")
         for line in text.splitlines():
             if line.startswith(line_start + " "):
                 return float(line.split()[-1])
@@ -411,3 +415,69 @@ def test_a_node_deleted_while_kplace_runs_gets_no_pod_and_its_pending_pods_go_el
     assert r.metric('kplace_schedule_attempts_total{result="unschedulable"}') >= 1  # the new pinned replica
     r.proc.send_signal(signal.SIGTERM)
     assert r.proc.wait(timeout=15) == 0
+
+
+def _may(api, verb: str, name: str = "kplace") -> bool:
+    """Whether deploy/rbac.yaml's ServiceAccount may VERB the Lease kube-system/NAME (a SubjectAccessReview)."""
+    from kubernetes import client
+
+    from .helpers import KPLACE_USER
+
+    review = client.AuthorizationV1Api(api).create_subject_access_review({
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": KPLACE_USER, "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system",
+                                                  "system:authenticated"],
+                 "resourceAttributes": {"verb": verb, "resource": "leases", "group": "coordination.k8s.io",
+                                        "namespace": "kube-system", "name": "" if verb == "create" else name}}})
+    return bool(review.status.allowed)
+
+
+def test_the_lease_role_is_exactly_what_leader_election_needs(api, replicas):
+    """With deploy/rbac.yaml's Role kplace run (as its ServiceAccount) creates the Lease and leads; without create
+    (no Lease yet), without get, or without update (a released Lease), the API server refuses (403) and it never
+    leads. The Role grants nothing on other Leases."""
+    from kubernetes import client
+
+    from .helpers import manifest
+
+    rbac, coord = client.RbacAuthorizationV1Api(api), client.CoordinationV1Api(api)
+    [role] = [o for o in manifest("rbac.yaml") if o["kind"] == "Role"]
+    assert not _may(api, "get", "someone-else") and not _may(api, "update", "someone-else")
+
+    def delete_lease():
+        if any(le.metadata.name == "kplace" for le in coord.list_namespaced_lease("kube-system").items):
+            coord.delete_namespaced_lease("kplace", "kube-system")
+
+    def without(verb: str) -> list[dict]:
+        rules = []
+        for rule in role["rules"]:
+            verbs = [v for v in rule["verbs"] if v != verb]
+            if verbs:
+                rules.append({**rule, "verbs": verbs})
+        return rules
+
+    cases = [("create", delete_lease), ("get", None), ("update", None)]
+    try:
+        for verb, prepare in cases:
+            rbac.patch_namespaced_role(role["metadata"]["name"], "kube-system", {"rules": without(verb)})
+            wait_for(lambda verb=verb: not _may(api, verb), f"the Role to lose {verb}")
+            if prepare:
+                prepare()
+            r = replicas(f"no-{verb}", *ELECTION)
+            wait_for(lambda r=r: r.logged("leader election attempt failed"), f"a refused {verb}", timeout=30)
+            refusal = r.logged("leader election attempt failed")[0]["error"]
+            assert f"{verb} Lease kube-system/kplace: HTTP 403" in refusal, refusal
+            time.sleep(2 * RETRY_S)
+            assert not r.leading()
+            r.proc.send_signal(signal.SIGTERM)
+            assert r.proc.wait(timeout=15) == 0
+            rbac.patch_namespaced_role(role["metadata"]["name"], "kube-system", {"rules": role["rules"]})
+            wait_for(lambda: all(_may(api, v) for v in ("create", "get", "update")), "the whole Role again")
+            if verb == "create":  # then, with the whole Role, the Lease is created (and released at the stop)
+                r = replicas("whole-role", *ELECTION)
+                wait_for(r.leading, "kplace run to create the Lease and lead", timeout=30)
+                r.proc.send_signal(signal.SIGTERM)
+                assert r.proc.wait(timeout=15) == 0
+                assert _lease(api)["holderIdentity"] == ""
+    finally:
+        rbac.patch_namespaced_role(role["metadata"]["name"], "kube-system", {"rules": role["rules"]})
