@@ -30,15 +30,28 @@ Victim = tuple[str, str, str | None]  # namespace, name, uid
 NOT_LEADER = "not sent: the leader lease was lost"
 
 
+class _NotLeading(Exception):
+    pass
+
+
 def post_binding(core, ns: str, name: str, uid: str | None, node: str, retry: RetryPolicy,
-                 sleep: Callable[[float], None], dry: str | None = None) -> tuple[str, int, str, int]:
+                 sleep: Callable[[float], None], dry: str | None = None,
+                 leading: Callable[[], bool] | None = None) -> tuple[str, int, str, int]:
     """POST pods/binding exactly as DefaultBinder does: (result, HTTP code, message, attempts). A 409 saying the
-    pod is already on `node`, after a retry, counts as bound: the earlier attempt's answer was lost."""
+    pod is already on `node`, after a retry, counts as bound: the earlier attempt's answer was lost. `leading`
+    is asked before every try (retries included): once it is false nothing more is sent (`skipped`)."""
     body = binding_object(ns, name, uid, node)
-    code, f, n = call_with_retries(
-        lambda: core.create_namespaced_pod_binding(name, ns, body, dry_run=dry, _preload_content=False,
-                                                   _request_timeout=retry.request_timeout),
-        retry, sleep)
+
+    def call():
+        if leading is not None and not leading():
+            raise _NotLeading
+        return core.create_namespaced_pod_binding(name, ns, body, dry_run=dry, _preload_content=False,
+                                                  _request_timeout=retry.request_timeout)
+
+    try:
+        code, f, n = call_with_retries(call, retry, sleep)
+    except _NotLeading:
+        return SKIPPED, 0, NOT_LEADER, 0
     if f is None:
         return BOUND, code, "", n
     if f.code == 409 and n > 1 and f'already assigned to node "{node}"' in f.message:
@@ -83,9 +96,9 @@ class ApiBinder:
     consulted only between the eviction phase and the binding phase: once a window's bindings start they all
     finish, so nothing is left half-committed. The claims a placement binds are bound first (`bind_volume`, one
     `volume` outcome each); if one fails or is not Bound within `bind_timeout` seconds, the pod's Binding is
-    `skipped`. `leading`, when given, is checked before each eviction and each Binding is sent: once it is false
-    (`kplace run` lost its leader lease) nothing more is sent and the rest are `skipped`. `dry_run` sends every
-    write as a server-side dry run.
+    `skipped`. `leading`, when given, is checked before each eviction and each try of a Binding is sent: once it
+    is false (`kplace run` lost its leader lease) nothing more is sent and the rest are `skipped`. `dry_run` sends
+    every write as a server-side dry run.
     """
 
     client: Any
@@ -171,6 +184,8 @@ class ApiBinder:
 
     def _bind(self, core, index: ClusterIndex, p: Placement) -> list[Outcome]:
         """The placement's claims (`bind_volume`), then its Binding unless a claim did not bind."""
+        if self._not_leading():
+            return [Outcome("bind", p.pod, p.node, SKIPPED, 0, NOT_LEADER)]
         done = []
         for claim, what in p.volume_bindings.items():
             o = bind_volume(core, p, claim, what, index, dry_run=self.dry_run, retry=self.retry, sleep=self.sleep,
@@ -184,7 +199,7 @@ class ApiBinder:
         ns, name = split_key(p.pod)
         t0 = time.perf_counter()
         result, code, msg, n = post_binding(core, ns, name, pod_uid(index, p.pod), p.node, self.retry, self.sleep,
-                                            self._dry)
+                                            self._dry, leading=self.leading)
         return [*done, Outcome("bind", p.pod, p.node, result, code, msg, n, time.perf_counter() - t0)]
 
 

@@ -204,8 +204,6 @@ def test_only_the_leader_binds_and_a_standby_takes_over_when_the_leader_stops(fa
 
 
 def test_a_leader_that_cannot_renew_sends_nothing_more(fake_api):
-    from kplace.solver.binder.api import NOT_LEADER, ApiBinder
-
     api = fake_api([node("a", cpu="8"), pod("p0", cpu="500m", spec=OURS)])
     r1, t1 = _replica(api, "one")
     try:
@@ -220,6 +218,22 @@ def test_a_leader_that_cannot_renew_sends_nothing_more(fake_api):
     finally:
         r1.stop()
         t1.join(10)
-    binder = ApiBinder(None, leading=lambda: False)
-    assert binder._bind(None, None, type("P", (), {"pod": "default/x", "node": "a", "volume_bindings": {}})())[0] \
-        .message == NOT_LEADER
+
+
+def test_a_binding_being_retried_is_not_sent_again_once_the_lease_is_lost(fake_api):
+    from kplace.solver.binder.api import NOT_LEADER, post_binding
+    from kplace.solver.binder.kube import api as typed
+    from kplace.solver.binder.outcomes import SKIPPED
+    from kplace.solver.binder.retry import RetryPolicy
+
+    api = fake_api([node("a"), pod("p", spec=OURS)])
+    api.fail("/pods/p/binding$", 503, times=5)
+    answers = iter([True, True, False])  # leading for two tries, then the lease is lost
+    client = new_client(api.kubeconfig_path)
+    try:
+        result, code, msg, _ = post_binding(typed(client, "CoreV1Api"), "default", "p", None, "a",
+                                            RetryPolicy(base=0.01), lambda s: None, leading=lambda: next(answers))
+    finally:
+        client.close()
+    assert (result, code, msg) == (SKIPPED, 0, NOT_LEADER)
+    assert len(api.calls("POST", "/binding$")) == 2 and not _bound(api, "p")
