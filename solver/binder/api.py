@@ -27,17 +27,31 @@ from .summary import summarize
 from .volumes import BIND_TIMEOUT, bind_volume
 
 Victim = tuple[str, str, str | None]  # namespace, name, uid
+NOT_LEADER = "not sent: the leader lease was lost"
+
+
+class _NotLeading(Exception):
+    pass
 
 
 def post_binding(core, ns: str, name: str, uid: str | None, node: str, retry: RetryPolicy,
-                 sleep: Callable[[float], None], dry: str | None = None) -> tuple[str, int, str, int]:
+                 sleep: Callable[[float], None], dry: str | None = None,
+                 leading: Callable[[], bool] | None = None) -> tuple[str, int, str, int]:
     """POST pods/binding exactly as DefaultBinder does: (result, HTTP code, message, attempts). A 409 saying the
-    pod is already on `node`, after a retry, counts as bound: the earlier attempt's answer was lost."""
+    pod is already on `node`, after a retry, counts as bound: the earlier attempt's answer was lost. `leading`
+    is asked before every try (retries included): once it is false nothing more is sent (`skipped`)."""
     body = binding_object(ns, name, uid, node)
-    code, f, n = call_with_retries(
-        lambda: core.create_namespaced_pod_binding(name, ns, body, dry_run=dry, _preload_content=False,
-                                                   _request_timeout=retry.request_timeout),
-        retry, sleep)
+
+    def call():
+        if leading is not None and not leading():
+            raise _NotLeading
+        return core.create_namespaced_pod_binding(name, ns, body, dry_run=dry, _preload_content=False,
+                                                  _request_timeout=retry.request_timeout)
+
+    try:
+        code, f, n = call_with_retries(call, retry, sleep)
+    except _NotLeading:
+        return SKIPPED, 0, NOT_LEADER, 0
     if f is None:
         return BOUND, code, "", n
     if f.code == 409 and n > 1 and f'already assigned to node "{node}"' in f.message:
@@ -82,7 +96,9 @@ class ApiBinder:
     consulted only between the eviction phase and the binding phase: once a window's bindings start they all
     finish, so nothing is left half-committed. The claims a placement binds are bound first (`bind_volume`, one
     `volume` outcome each); if one fails or is not Bound within `bind_timeout` seconds, the pod's Binding is
-    `skipped`. `dry_run` sends every write as a server-side dry run.
+    `skipped`. `leading`, when given, is checked before each eviction and each try of a Binding is sent: once it
+    is false (`kplace run` lost its leader lease) nothing more is sent and the rest are `skipped`. `dry_run` sends
+    every write as a server-side dry run.
     """
 
     client: Any
@@ -91,6 +107,7 @@ class ApiBinder:
     retry: RetryPolicy | None = None  # None: RetryPolicy()
     sleep: Callable[[float], None] = time.sleep
     should_stop: Callable[[], bool] | None = None
+    leading: Callable[[], bool] | None = None
     victim_timeout: float = 120.0
     bind_timeout: float = BIND_TIMEOUT
 
@@ -114,7 +131,12 @@ class ApiBinder:
                 bound = self._bind_all(pool, core, index, bindings, blocked)
         return summarize([*evicted, *bound], index, dry_run=self.dry_run, seconds=time.perf_counter() - started)
 
+    def _not_leading(self) -> bool:
+        return self.leading is not None and not self.leading()
+
     def _evict(self, core, index: ClusterIndex, e: Eviction) -> Outcome:
+        if self._not_leading():
+            return Outcome("evict", e.pod, e.node, SKIPPED, 0, NOT_LEADER, extra={"preemptor": e.preemptor})
         ns, name = split_key(e.pod)
         body = eviction_object(ns, name, pod_uid(index, e.pod), dry_run=self.dry_run)
         t0 = time.perf_counter()
@@ -162,6 +184,8 @@ class ApiBinder:
 
     def _bind(self, core, index: ClusterIndex, p: Placement) -> list[Outcome]:
         """The placement's claims (`bind_volume`), then its Binding unless a claim did not bind."""
+        if self._not_leading():
+            return [Outcome("bind", p.pod, p.node, SKIPPED, 0, NOT_LEADER)]
         done = []
         for claim, what in p.volume_bindings.items():
             o = bind_volume(core, p, claim, what, index, dry_run=self.dry_run, retry=self.retry, sleep=self.sleep,
@@ -170,10 +194,12 @@ class ApiBinder:
             if o.result not in (BOUND, PATCHED):
                 why = f"claim {claim} {o.result}: {o.message}".strip()
                 return [*done, Outcome("bind", p.pod, p.node, SKIPPED, 0, why)]
+        if self._not_leading():
+            return [*done, Outcome("bind", p.pod, p.node, SKIPPED, 0, NOT_LEADER)]
         ns, name = split_key(p.pod)
         t0 = time.perf_counter()
         result, code, msg, n = post_binding(core, ns, name, pod_uid(index, p.pod), p.node, self.retry, self.sleep,
-                                            self._dry)
+                                            self._dry, leading=self.leading)
         return [*done, Outcome("bind", p.pod, p.node, result, code, msg, n, time.perf_counter() - t0)]
 
 

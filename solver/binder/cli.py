@@ -93,9 +93,23 @@ def export(kubeconfig, context, output, out_file, page_size):
 @click.option("--idle-exit", type=click.FloatRange(min=0), default=None,
               help="Stop after this many seconds with nothing to schedule.")
 @click.option("--dry-run", is_flag=True, help="Bind with the API's server-side dry run (nothing changes).")
+@click.option("--leader-elect/--no-leader-elect", default=True, show_default=True,
+              help="Bind only while holding a coordination.k8s.io Lease, as kube-scheduler; run several replicas "
+                   "for availability.")
+@click.option("--leader-elect-lease-duration", type=click.FloatRange(min=1), default=15.0, show_default=True,
+              help="Seconds a standby waits, after the Lease last changed, before taking it over.")
+@click.option("--leader-elect-renew-deadline", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds the leader keeps trying to renew before it stops binding.")
+@click.option("--leader-elect-retry-period", type=click.FloatRange(min=0.05), default=2.0, show_default=True,
+              help="Seconds between attempts to acquire or renew the Lease.")
+@click.option("--leader-elect-resource-name", default="kplace", show_default=True, help="The Lease's name.")
+@click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True,
+              help="The Lease's namespace.")
 @LOG_LEVEL_OPT
 def run(kubeconfig, context, scheduler_name, engine, window, time_limit, workers, config_path, port, bind_address,
-        concurrency, resync, max_windows, once, idle_exit, dry_run, log_level):
+        concurrency, resync, max_windows, once, idle_exit, dry_run, leader_elect, leader_elect_lease_duration,
+        leader_elect_renew_deadline, leader_elect_retry_period, leader_elect_resource_name,
+        leader_elect_resource_namespace, log_level):
     """Run as a scheduler: watch nodes and pods, decide windows of pending pods, bind them.
 
     Takes pending pods whose spec.schedulerName is --scheduler-name, in queue order, in windows; decides
@@ -103,21 +117,39 @@ def run(kubeconfig, context, scheduler_name, engine, window, time_limit, workers
     retried with kube's backoff (1 s doubling to 10 s). Serves /healthz and Prometheus /metrics; logs JSON
     lines; on SIGTERM it abandons a window still being decided or finishes one being committed, then exits.
 
+    With --leader-elect (the default) only the replica holding the Lease (holder identity hostname_uuid)
+    decides and binds; the others keep their caches warm and take over when the leader's Lease expires, or at
+    once when it releases the Lease on SIGTERM. A leader that cannot renew within the renew deadline stops
+    binding at once and becomes a standby again. --no-leader-elect: run exactly one replica.
+
     \b
     Examples:
       kplace run --kubeconfig ~/.kube/config --scheduler-name kplace --window 200 --time-limit 10
       kplace run                      # in a pod: the service account's credentials
-      kplace run --kubeconfig kc --once --engine greedy --dry-run
+      kplace run --kubeconfig kc --once --engine greedy --dry-run --no-leader-elect
     """
     import signal
 
+    from kplace.models.errors import KplaceError
+
+    from .leader import LeaderElectionOptions
     from .loop import Runner, RunOptions, _event
 
+    election = None
+    if leader_elect:
+        election = LeaderElectionOptions(
+            lease_duration=leader_elect_lease_duration, renew_deadline=leader_elect_renew_deadline,
+            retry_period=leader_elect_retry_period, resource_name=leader_elect_resource_name,
+            resource_namespace=leader_elect_resource_namespace)
+        try:
+            election.validate()
+        except KplaceError as exc:
+            raise click.UsageError(str(exc)) from None
     _json_logging(log_level)
     opts = RunOptions(scheduler_name=scheduler_name, window=window, time_limit=time_limit, engine=engine,
                       workers=workers, port=port, bind_address=bind_address, concurrency=concurrency, resync=resync,
                       max_windows=1 if once else max_windows, idle_exit=idle_exit, dry_run=dry_run,
-                      config_path=config_path)
+                      config_path=config_path, leader_election=election)
     runner = Runner(kubeconfig, context, opts)
 
     def on_signal(signum, _frame):

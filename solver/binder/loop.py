@@ -10,6 +10,12 @@ with kube's backoff: 1 s, doubling per attempt, at most 10 s.
 
 Stopping (SIGTERM, `stop()`) never leaves a window half-committed: a window still being decided is
 abandoned (nothing of it was sent); a window whose commit started is finished first.
+
+With leader election (`RunOptions.leader_election`, `leader.py`) every replica lists, watches and serves its
+endpoints, but only the holder of the Lease decides and binds, as kube-scheduler. A leader that cannot renew
+within the renew deadline stops sending at once (bindings not yet sent are skipped) and goes back to being a
+candidate with its caches warm (kube-scheduler exits instead; kplace's state is the watch cache, which stays
+right). On a clean stop the Lease is released after the last binding, so a standby takes over at its next retry.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .kube import LIST_KINDS, list_all, new_client, transport_errors
+from .leader import LeaderElectionOptions, LeaderElector, LeaseLock
 
 log = logging.getLogger("kplace.run")
 
@@ -71,6 +78,7 @@ class RunOptions:
     idle_exit: float | None = None  # stop after this many seconds with nothing to schedule (tests, batch use)
     sync_timeout: float = 60.0
     config_path: str | None = None
+    leader_election: LeaderElectionOptions | None = None  # None: no election, this replica always binds
 
 
 PROBE_INTERVAL = 5.0  # seconds between API server probes (GET /version)
@@ -104,6 +112,10 @@ class Metrics:
                              registry=self.registry)
         self.relists = Counter("kplace_relists", "Lists of a watched kind (initial, after 410 Gone or errors).",
                                ["kind"], registry=self.registry)
+        self.apiserver = Gauge("kplace_apiserver_reachable", "1 while the API server answered a probe (GET /version) "
+                               "within the last 20 s, else 0: /readyz's API server check.", registry=self.registry)
+        self.leader = Gauge("leader_election_master_status", "1 while this replica holds the leader Lease, else 0 "
+                            "(kube-scheduler's gauge; only with leader election).", ["name"], registry=self.registry)
 
     def text(self) -> tuple[bytes, str]:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -158,6 +170,20 @@ class Informer(threading.Thread):
         self.watch_timeout = watch_timeout
         self.error: str | None = None
         self.failures = 0  # consecutive failed list/watch attempts (0: the last one worked)
+        self._resp = None  # the open watch response, for interrupt()
+        self._resp_lock = threading.Lock()
+
+    def interrupt(self) -> None:
+        """Shut the open watch's connection down: a black-holed connection would otherwise hang until its read
+        timeout (minutes). The watch resumes from its resourceVersion, or is listed again."""
+        with self._resp_lock:
+            resp = self._resp
+        if resp is not None:
+            try:
+                shutdown = getattr(resp, "shutdown", None)  # urllib3 >= 2.3: unblocks a read in another thread
+                (shutdown or resp.close)()
+            except Exception:  # already closed: nothing to interrupt
+                pass
 
     def run(self) -> None:
         while not self.stop_event.is_set():
@@ -202,6 +228,8 @@ class Informer(threading.Thread):
                     raise
                 continue
             broken = 0
+            with self._resp_lock:
+                self._resp = resp
             try:
                 for line in resp:
                     if self.stop_event.is_set():
@@ -220,6 +248,8 @@ class Informer(threading.Thread):
                         obj.setdefault("kind", self.kind)
                         self.cache.apply(self.kind, typ, obj)
             finally:
+                with self._resp_lock:
+                    self._resp = None
                 resp.release_conn()
 
 
@@ -243,6 +273,15 @@ class Runner:
         self.informers: list[Informer] = []
         self.healthy = False
         self.api_ok_at: float | None = None  # monotonic time the API server last answered the prober
+        self.metrics.apiserver.set_function(lambda: float(self._api_reachable()))
+        self.elector: LeaderElector | None = None
+        self._elector_stop = threading.Event()
+        self._elector_thread: threading.Thread | None = None
+        le = options.leader_election
+        if le is not None:
+            self.elector = LeaderElector(LeaseLock(self.client, le.resource_namespace, le.resource_name), le,
+                                         on_started=self._leading_changed, on_stopped=self._leading_changed)
+            self.metrics.leader.labels(le.resource_name).set_function(lambda: float(self.leading()))
 
     # --- control -----------------------------------------------------------------------------------
 
@@ -251,6 +290,19 @@ class Runner:
         self.stop_event.set()
         with self.cache.changed:
             self.cache.changed.notify_all()
+
+    def leading(self) -> bool:
+        """Whether this replica may decide and bind now (always, without leader election)."""
+        return self.elector is None or self.elector.is_leader()
+
+    def _leading_changed(self) -> None:
+        with self.cache.changed:
+            self.cache.changed.notify_all()
+
+    def alive(self) -> bool:
+        """Liveness: not stopped, and the informer (and election) threads run."""
+        threads = [*self.informers, *([self._elector_thread] if self._elector_thread else [])]
+        return not self.stop_event.is_set() and all(t.is_alive() for t in threads)
 
     @property
     def port(self) -> int:
@@ -270,9 +322,12 @@ class Runner:
         failing = [i.kind for i in self.informers if i.failures or not i.is_alive()]
         if failing:
             return False, f"list/watch failing for {', '.join(failing)}"
-        if self.api_ok_at is None or time.monotonic() - self.api_ok_at > PROBE_STALE:
+        if not self._api_reachable():
             return False, "the API server did not answer its last probes"
         return True, "ok"
+
+    def _api_reachable(self) -> bool:
+        return self.api_ok_at is not None and time.monotonic() - self.api_ok_at <= PROBE_STALE
 
     def _probe(self) -> None:
         """GET /version every PROBE_INTERVAL seconds, each within PROBE_TIMEOUT."""
@@ -289,7 +344,9 @@ class Runner:
                     resp.release_conn()
                 self.api_ok_at = time.monotonic()
             except Exception as exc:  # any failure means "not reachable now"
-                _event(logging.WARNING, "API server probe failed", error=str(exc)[:200])
+                _event(logging.WARNING, "API server probe failed; restarting the watches", error=str(exc)[:200])
+                for inf in self.informers:  # their connections may hang as the probe's did
+                    inf.interrupt()
             self.stop_event.wait(PROBE_INTERVAL)
 
     def run(self) -> int:
@@ -297,6 +354,10 @@ class Runner:
         if self.http is None:
             self.start_http()
         threading.Thread(target=self._probe, name="apiserver-probe", daemon=True).start()
+        if self.elector is not None:
+            self._elector_thread = threading.Thread(target=self.elector.run, args=(self._elector_stop,),
+                                                    name="leader-election", daemon=True)
+            self._elector_thread.start()
         for kind in WATCHED:
             inf = Informer(self.client, kind, self.cache, self.stop_event, self.metrics,
                            watch_timeout=self.opts.watch_timeout)
@@ -309,6 +370,11 @@ class Runner:
             while not self.stop_event.is_set():
                 if self.opts.max_windows is not None and self.windows >= self.opts.max_windows:
                     break
+                if not self.leading():  # a standby keeps its caches, decides nothing
+                    with self.cache.changed:
+                        self.cache.changed.wait(0.5)
+                    idle_since = time.monotonic()
+                    continue
                 batch, wait = self._eligible()
                 if not batch:
                     if self.opts.idle_exit is not None and time.monotonic() - idle_since >= self.opts.idle_exit:
@@ -322,6 +388,11 @@ class Runner:
         finally:
             self.healthy = False
             self.stop_event.set()
+            if self.elector is not None:  # after the last binding: a standby may take over at once
+                self._elector_stop.set()
+                if self._elector_thread is not None:
+                    self._elector_thread.join(self.opts.leader_election.renew_deadline)
+                self.elector.release()
             if self.http is not None:
                 self.http.shutdown()
                 self.http.server_close()
@@ -461,13 +532,14 @@ class Runner:
                     self.metrics.attempts.labels("error").inc()
                     self._requeue(uid)
                 return
-            if self.stop_event.is_set():
-                _event(logging.INFO, "stopping: window abandoned before commit (nothing was sent)",
-                       pods=len(uids))
+            if self.stop_event.is_set() or not self.leading():
+                _event(logging.INFO, "window abandoned before commit (nothing was sent)", pods=len(uids),
+                       reason="stopping" if self.stop_event.is_set() else "the leader lease was lost")
                 self.metrics.windows.labels("abandoned").inc()
                 return
             summary = commit_api(plan, index, self.client, dry_run=self.opts.dry_run,
-                                 concurrency=self.opts.concurrency, bind_timeout=bind_timeout_of(self.config))
+                                 concurrency=self.opts.concurrency, bind_timeout=bind_timeout_of(self.config),
+                                 leading=self.leading if self.elector is not None else None)
             uid_of = {pi.key: pi.pod.metadata.uid or "" for pi in index.pending}
             results = {o["pod"]: o for o in summary["outcomes"] if o["step"] == "bind"}
             counts = {"scheduled": 0, "unschedulable": 0, "error": 0}
@@ -531,7 +603,7 @@ def _metrics_handler(runner: Runner):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path in ("/healthz", "/livez"):  # alive: the loop and its informers run
-                ok = not runner.stop_event.is_set() and all(i.is_alive() for i in runner.informers)
+                ok = runner.alive()
                 body, ctype, code = (b"ok" if ok else b"stopped"), "text/plain; charset=utf-8", 200 if ok else 503
             elif path == "/readyz":
                 ok, why = runner.ready()

@@ -22,6 +22,9 @@ It serves on 127.0.0.1 only and implements what kplace uses, with Kubernetes' JS
   to an unbound claim binds it (PV `Bound`; the claim gets `volumeName`, `pv.kubernetes.io/bind-completed`,
   phase `Bound`); a claim of a class with a provisioner that gets `volume.kubernetes.io/selected-node` gets a
   new PV `pvc-<claim uid>` on that node (hostname node affinity) and is bound to it;
+- GET, POST and PUT of coordination.k8s.io/v1 Leases (leader election): 404 for a missing Lease, 409
+  AlreadyExists for a second create, 409 Conflict for a PUT whose `metadata.resourceVersion` is stale (a PUT
+  without one is unconditional, as for Leases in kube);
 - every request needs `Authorization: Bearer <token>` (else 401).
 
 Faults can be injected per path (`fail`): a status code (optionally with Retry-After) or a delay longer than
@@ -128,6 +131,7 @@ class FakeApiServer:
         self.rv = 1000
         self.compacted = 0  # resourceVersions at or below this are gone (watch → 410)
         self.store: dict[str, dict[tuple[str, str], dict[str, Any]]] = {r: {} for r in RESOURCES}
+        self.leases: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) → Lease
         self.events: list[tuple[int, str, str, dict[str, Any]]] = []  # (rv, resource, type, object)
         self.requests: list[dict[str, Any]] = []
         self.faults: list[Fault] = []
@@ -263,6 +267,11 @@ class FakeApiServer:
         namespaced = RESOURCES[resource][3]
         with self.lock:
             obj = self.store[resource].get((namespace if namespaced else "", name))
+            return copy.deepcopy(obj) if obj else None
+
+    def lease(self, name: str, namespace: str = "kube-system") -> dict[str, Any] | None:
+        with self.lock:
+            obj = self.leases.get((namespace, name))
             return copy.deepcopy(obj) if obj else None
 
     def objects(self, kind: str) -> list[dict[str, Any]]:
@@ -404,6 +413,7 @@ def _merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> None:
             _merge_patch(target[k], v)
         else:
             target[k] = copy.deepcopy(v)
+_LEASES = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/(?P<ns>[^/]+)/leases(?:/(?P<name>[^/]+))?$")
 _SUBRESOURCE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/(?P<sub>binding|eviction)$")
 
 
@@ -472,6 +482,16 @@ def _handler(api: FakeApiServer):
             path, query, _ = begun
             if path == "/version":
                 self._send(200, {"major": "1", "minor": "35", "gitVersion": "v1.35.0-kplace-fake"})
+                return
+            lease = _LEASES.match(path)
+            if lease is not None and lease.group("name"):
+                with api.lock:
+                    obj = copy.deepcopy(api.leases.get((lease.group("ns"), lease.group("name"))))
+                if obj is None:
+                    self._status(404, "NotFound", f'leases.coordination.k8s.io "{lease.group("name")}" not found',
+                                 {"name": lease.group("name"), "group": "coordination.k8s.io", "kind": "leases"})
+                else:
+                    self._send(200, obj)
                 return
             one = _ONE_POD.match(path)
             if one is not None:
@@ -648,6 +668,10 @@ def _handler(api: FakeApiServer):
             if begun is None:
                 return
             path, query, raw = begun
+            lease = _LEASES.match(path)
+            if lease is not None and not lease.group("name"):
+                self._lease_write(lease.group("ns"), None, raw)
+                return
             m = _SUBRESOURCE.match(path)
             if not m:
                 self._status(404, "NotFound", "the server could not find the requested resource")
@@ -662,6 +686,57 @@ def _handler(api: FakeApiServer):
                 self._binding(ns, name, body, dry)
             else:
                 self._eviction(ns, name, body, dry)
+
+        def do_PUT(self) -> None:
+            begun = self._begin()
+            if begun is None:
+                return
+            path, _, raw = begun
+            lease = _LEASES.match(path)
+            if lease is None or not lease.group("name"):
+                self._status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                return
+            self._lease_write(lease.group("ns"), lease.group("name"), raw)
+
+        def _lease_write(self, ns: str, name: str | None, raw: bytes) -> None:
+            """POST (name None) or PUT of a Lease, with the API server's 404/409 answers."""
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError as exc:
+                self._status(400, "BadRequest", f"json parse error: {exc}")
+                return
+            if not isinstance(body, dict) or body.get("kind") != "Lease" or \
+                    body.get("apiVersion") != "coordination.k8s.io/v1":
+                self._status(400, "BadRequest", "the object provided is unrecognized (must be of type Lease)")
+                return
+            meta = body.setdefault("metadata", {})
+            if name is not None and meta.get("name") != name:
+                self._status(400, "BadRequest", "the name of the object does not match the name on the URL")
+                return
+            name = meta.get("name")
+            details = {"name": name, "group": "coordination.k8s.io", "kind": "leases"}
+            with api.lock:
+                old = api.leases.get((ns, name))
+                if name is None or "/" in name:
+                    self._status(422, "Invalid", "Lease is invalid: metadata.name: Required value", details)
+                    return
+                if old is None and self.command == "PUT":
+                    self._status(404, "NotFound", f'leases.coordination.k8s.io "{name}" not found', details)
+                    return
+                if old is not None and self.command == "POST":
+                    self._status(409, "AlreadyExists", f'leases.coordination.k8s.io "{name}" already exists', details)
+                    return
+                want = meta.get("resourceVersion")
+                if old is not None and want and want != old["metadata"]["resourceVersion"]:
+                    self._status(409, "Conflict", f'Operation cannot be fulfilled on leases.coordination.k8s.io '
+                                 f'"{name}": the object has been modified; please apply your changes to the latest '
+                                 "version and try again", details)
+                    return
+                meta.update(namespace=ns, uid=(old or {}).get("metadata", {}).get("uid") or str(uuid.uuid4()))
+                api.rv += 1
+                meta["resourceVersion"] = str(api.rv)
+                api.leases[(ns, name)] = copy.deepcopy(body)
+            self._send(201 if self.command == "POST" else 200, body)
 
         def _read_body(self, query: dict[str, list[str]], raw: bytes, bad_json: str,
                        not_object: str) -> tuple[bool, dict[str, Any]] | None:

@@ -216,3 +216,26 @@ def test_readyz_follows_the_api_server_through_refusals_and_black_holes_while_he
     finally:
         runner.stop()
         thread.join(15)
+
+
+def test_a_failed_probe_restarts_the_open_watches_so_a_dark_connection_does_not_hide_new_pods(fake_api, monkeypatch):
+    from kplace.solver.binder import loop
+
+    monkeypatch.setattr(loop, "PROBE_INTERVAL", 0.1)
+    api = fake_api([node("a"), pod("p", spec=OURS)])
+    runner, thread = _start(api, idle_exit=None, watch_timeout=60)  # no watch ends on its own during the test
+
+    def pod_watches():
+        return [c for c in api.calls("GET", "^/api/v1/pods$") if c["query"].get("watch") == ["True"]]
+
+    try:
+        assert _wait(lambda: _bound(api, "p") and len(pod_watches()) == 1)
+        time.sleep(0.5)
+        assert len(pod_watches()) == 1
+        api.fail("^/version$", 503, times=1, method="GET")
+        assert _wait(lambda: len(pod_watches()) >= 2, timeout=5)  # shut down and opened again
+        api.create(pod("q", spec=OURS))
+        assert _wait(lambda: _bound(api, "q"))
+    finally:
+        runner.stop()
+        thread.join(15)

@@ -3,7 +3,11 @@ with kplace's own lists, object creation from dicts, and polling."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import struct
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -133,3 +137,99 @@ def allowed(api, verb: str, resource: str, group: str = "", subresource: str = "
                  "resourceAttributes": {"verb": verb, "resource": resource, "group": group,
                                         "subresource": subresource, "namespace": "default"}}})
     return bool(review.status.allowed)
+
+
+class TcpProxy:
+    """A TCP proxy on 127.0.0.1 (a thread per direction per connection) in front of HOST:PORT, for outages: TLS
+    passes through untouched. `stall()` stops forwarding (open connections hang, new ones are accepted and never
+    answered), `refuse()` resets every connection and closes the port (connect: ECONNREFUSED), `restore()` forwards
+    again (reopening the same port)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.lock = threading.Lock()
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.conns: list[Any] = []
+        self.listener = None
+        self.port = 0
+        self._listen()
+
+    def _listen(self) -> None:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.port))
+        s.listen(64)
+        self.port = s.getsockname()[1]
+        self.listener = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def _accept(self, listener) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client) -> None:
+        with self.lock:
+            self.conns.append(client)
+        self.flowing.wait()  # a stalled proxy accepts and holds the connection
+        with self.lock:
+            if client not in self.conns:  # reset by refuse() meanwhile
+                return
+        try:
+            upstream = socket.create_connection(self.target, timeout=10)
+            upstream.settimeout(None)
+        except OSError:
+            client.close()
+            return
+        with self.lock:
+            self.conns.append(upstream)
+        for a, b in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src, dst) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                self.flowing.wait()  # stalled: the bytes wait here, and so does the peer
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def stall(self) -> None:
+        self.flowing.clear()
+
+    def refuse(self) -> None:
+        """Reset every connection and stop listening."""
+        self.flowing.clear()
+        if self.listener is not None:
+            with contextlib.suppress(OSError):
+                self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() and stops listening
+            self.listener.close()
+            self.listener = None
+        with self.lock:
+            conns, self.conns = self.conns, []
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST on close
+                c.shutdown(socket.SHUT_RDWR)  # wakes the pump blocked on it (close alone would not)
+                c.close()
+        self.flowing.set()  # pumps of the closed sockets fail and end
+
+    def restore(self) -> None:
+        if self.listener is None:
+            self.flowing.clear()
+            self._listen()
+        self.flowing.set()
+
+    def close(self) -> None:
+        self.refuse()
