@@ -61,12 +61,18 @@ class ClusterSnapshot:
     def namespace_labels(self) -> dict[str, dict[str, str]]:
         return {ns.metadata.name: ns.metadata.labels for ns in self.namespaces}
 
-    def pdb_disruptions_allowed(self, pdb: PodDisruptionBudget) -> int:
-        """`status.disruptionsAllowed` when exported, else computed as the disruption controller does."""
+    def pdb_disruptions_allowed(self, pdb: PodDisruptionBudget, more_healthy: int = 0) -> int:
+        """`status.disruptionsAllowed` when exported, else computed as the disruption controller does. With
+        `more_healthy` N: what it becomes once N more of its pods are healthy (pending pods it counts in
+        expectedPods, placed and Running), currentHealthy + N − desiredHealthy, never less than now."""
         if pdb.status is not None and (pdb.status.expected_pods or pdb.status.disruptions_allowed):
-            return pdb.status.disruptions_allowed
-        healthy, expected = pdb_health(self, pdb)
-        return max(0, healthy - pdb_desired_healthy(pdb, expected))
+            allowed = pdb.status.disruptions_allowed
+            healthy, desired = pdb.status.current_healthy, pdb.status.desired_healthy
+        else:
+            healthy, expected = pdb_health(self, pdb)
+            desired = pdb_desired_healthy(pdb, expected)
+            allowed = max(0, healthy - desired)
+        return max(allowed, healthy + more_healthy - desired) if more_healthy > 0 else allowed
 
 
 def is_finished(pod: Pod) -> bool:

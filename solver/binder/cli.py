@@ -210,7 +210,8 @@ def _loopback(address: str) -> bool:
 @LOG_LEVEL_OPT
 def serve(state, kubeconfig, context, config_path, port, bind_address, tls_cert, tls_key, tls_client_ca, token_file,
           allow_unauthenticated, engine, time_limit, refresh, log_level):
-    """Serve POST /filter, /prioritize and /bind for kube-scheduler (extender protocol, Go field names).
+    """Serve POST /filter, /prioritize and /bind for kube-scheduler (extender protocol, Go field names), and GET
+    /healthz and /metrics (Prometheus).
 
     STATE files give the cluster state (else it is read through --kubeconfig). Binding needs --kubeconfig.
 

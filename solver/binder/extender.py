@@ -17,6 +17,9 @@ as bound — only for a pending pod it has seen (with its UID), to an existing n
 A malformed request gets HTTP 400 with `{"Error": ...}` (deeply nested JSON too); an unexpected failure 500;
 the server never stops because of a request.
 
+Each call is logged (JSON lines, `kplace.extender`): filter's kept and failed nodes and prioritize's planned node at
+debug, each Binding at info; `GET /metrics` counts the calls and Bindings (Prometheus text).
+
 The server (`ExtenderServer`): TLS with optional client-certificate verification (`client_ca`, as
 kube-scheduler's extender `tlsConfig` presents one) and an optional bearer token, both checked before a verb
 runs; TLS handshakes run in the connection's own thread with a deadline (an idle TCP connection never stalls
@@ -47,6 +50,29 @@ BACKLOG = 1024
 IDLE = 10.0  # seconds a connection may send nothing (headers or body) before it is closed
 
 
+def _event(level: int, msg: str, **fields: Any) -> None:
+    log.log(level, msg, extra={"fields": fields})
+
+
+class ExtenderMetrics:
+    """Prometheus counters of one extender, in a registry of its own."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter
+
+        self.registry = CollectorRegistry()
+        self.requests = Counter("kplace_extender_requests", "Extender calls by verb (filter, prioritize, bind) and "
+                                "HTTP status code.", ["verb", "code"], registry=self.registry)
+        self.bindings = Counter("kplace_extender_bindings", "Bindings asked for by kube-scheduler, by result "
+                                "(bound, refused, failed).", ["result"], registry=self.registry)
+        self.replans = Counter("kplace_extender_replans", "Global plans made.", registry=self.registry)
+
+    def text(self) -> tuple[bytes, str]:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
 class BadRequest(Exception):
     """The request is not what kube-scheduler sends (HTTP 400)."""
 
@@ -74,6 +100,7 @@ class Extender:
         self.index = None
         self.dirty = True
         self.replans = 0
+        self.metrics = ExtenderMetrics()
 
     # --- state -------------------------------------------------------------------------------------
 
@@ -130,6 +157,7 @@ class Extender:
         self.index = index
         self.dirty = False
         self.replans += 1
+        self.metrics.replans.inc()
         # Per node: what the plan reserves for pending pods (resources and pod slots).
         self.reserved = np.zeros_like(index.requested)
         self.reserved_pods = np.zeros(len(index.nodes), dtype=np.int64)
@@ -157,6 +185,8 @@ class Extender:
             self._ensure_plan()
             failed = self._blocked(key, names)
         kept = [n for n in names if n not in failed]
+        _event(logging.DEBUG, "filter", pod=key, uid=pod.metadata.uid, kept=kept, failed=sorted(failed),
+               shape="Nodes" if nodes is not None else "NodeNames")
         result: dict[str, Any] = {"Nodes": None, "NodeNames": None, "FailedNodes": failed,
                                   "FailedAndUnresolvableNodes": {}, "Error": ""}
         if nodes is not None:
@@ -202,6 +232,7 @@ class Extender:
             key = self.see(pod)
             self._ensure_plan()
             planned = self.plan.get(key)
+        _event(logging.DEBUG, "prioritize", pod=key, uid=pod.metadata.uid, planned=planned, nodes=list(names))
         return [{"Host": n, "Score": MAX_SCORE if n == planned else 0} for n in names]
 
     def bind(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -223,15 +254,21 @@ class Extender:
         ns, name, node = fields["PodNamespace"], fields["PodName"], fields["Node"]
         refusal = self._refuse_binding(f"{ns}/{name}", fields["PodUID"], node)
         if refusal:
-            log.warning("refused to bind %s/%s to %s: %s", ns, name, node, refusal)
+            self.metrics.bindings.labels("refused").inc()
+            _event(logging.WARNING, f"refused to bind {ns}/{name} to {node}: {refusal}", pod=f"{ns}/{name}",
+                   node=node)
             return {"Error": f"kplace extender will not bind {ns}/{name} to {node}: {refusal}"}
         core = api(self.client, "CoreV1Api")
         result, code, message, _ = post_binding(core, ns, name, fields["PodUID"] or None, node,
                                                 RetryPolicy(attempts=3, timeout=3.0), time.sleep)
         if result != BOUND:
-            log.info("binding %s/%s to %s failed: HTTP %s %s", ns, name, node, code, message)
+            self.metrics.bindings.labels("failed").inc()
+            _event(logging.INFO, f"binding {ns}/{name} to {node} failed: HTTP {code} {message}", pod=f"{ns}/{name}",
+                   node=node, code=code)
             return {"Error": f"binding {ns}/{name} to {node}: HTTP {code} {result}: {message}"}
         key = f"{ns}/{name}"
+        self.metrics.bindings.labels("bound").inc()
+        _event(logging.INFO, f"bound {key} to {node}", pod=key, uid=fields["PodUID"], node=node)
         with self.lock:
             pod = self.pending.pop(key, None)
             if pod is not None:
@@ -395,7 +432,11 @@ def _handler(extender: Extender, token: str | None = None):
         def log_message(self, *args) -> None:
             pass
 
+        verb_name: str | None = None  # the verb of the POST being answered, for the request counter
+
         def _send(self, code: int, body: Any) -> None:
+            if self.verb_name is not None:
+                extender.metrics.requests.labels(self.verb_name, str(code)).inc()
             data = json.dumps(body).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
@@ -406,12 +447,21 @@ def _handler(extender: Extender, token: str | None = None):
         def do_GET(self) -> None:
             if self.path.split("?", 1)[0] in ("/healthz", "/readyz", "/livez"):
                 self._send(200, {"status": "ok", "pending": len(extender.pending), "replans": extender.replans})
+            elif self.path.split("?", 1)[0] == "/metrics":
+                data, content_type = extender.metrics.text()
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
             else:
-                self._send(404, {"Error": f"no such path {self.path}: POST /filter, /prioritize or /bind"})
+                self._send(404, {"Error": f"no such path {self.path}: POST /filter, /prioritize or /bind; "
+                                 "GET /healthz or /metrics"})
 
         def do_POST(self) -> None:
             path = self.path.split("?", 1)[0].rstrip("/")
             verb = verbs.get(path)
+            self.verb_name = path.lstrip("/") if verb is not None else None
             if expected is not None and not hmac.compare_digest(
                     (self.headers.get("Authorization") or "").encode(), expected):
                 self.close_connection = True

@@ -1,9 +1,10 @@
 """Which bound pods a plan may move: every bound pod is movable or pinned, with a reason.
 
 The reasons, first that applies: the policy's DefaultEvictor rules (`policy.never_move_reason`); a
-PodDisruptionBudget selecting it that allows no disruption; a current violation, outside --goal repair|all (and
-within them, a capacity or ports violation, which moving cannot be trusted to fix); a cordoned node (unless the
-pod is repaired).
+PodDisruptionBudget selecting it that allows no disruption, even counting as healthy the pending pods it selects
+that the plan may place (their placements come in earlier waves, see `waves`); a current violation, outside --goal
+repair|all (and within them, a capacity or ports violation, which moving cannot be trusted to fix); a cordoned node
+(unless the pod is repaired).
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ from .policy import Policy, never_move_reason
 REPAIR_GOALS = ("repair", "all")
 
 
-def classify(index: ClusterIndex, policy: Policy, goal: str, before: list[StateViolation]) -> dict[str, str]:
-    """Pinned bound pods and why (the others may move)."""
+def classify(index: ClusterIndex, policy: Policy, goal: str, before: list[StateViolation],
+             placing: list[str] = ()) -> dict[str, str]:
+    """Pinned bound pods and why (the others may move); `placing`: the pending pods the plan may place."""
     classes = {pc.metadata.name: pc.value for pc in index.snapshot.priority_classes}
     snap = index.snapshot
-    allowed = [snap.pdb_disruptions_allowed(p) for p in snap.pdbs]
+    gained = [0] * len(snap.pdbs)
+    for key in placing:
+        for i in index.pdbs_of(index.pod_by_key[key]):
+            gained[i] += 1
+    allowed = [snap.pdb_disruptions_allowed(p, g) for p, g in zip(snap.pdbs, gained, strict=True)]
     violators: dict[str, str] = {}
     for v in before:
         violators.setdefault(v.pod, v.rule)

@@ -44,8 +44,8 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     start = {pi.key: int(pi.node) for pi in index.pods if pi.node >= 0}
     before_v = checker.violations(start)
     tolerated = {v.pod for v in before_v}
-    pinned = classify(index, policy, opts.goal, before_v)
     pending = pending_to_place(index, config, opts.only_pending)
+    pinned = classify(index, policy, opts.goal, before_v, pending if opts.place_pending else [])
     target_pct = thresholds(index, start, policy)[1] if opts.goal == "balance" and policy.balance is not None else None
 
     def solve_with(movable: set[str]) -> Target | None:

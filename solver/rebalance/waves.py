@@ -4,7 +4,9 @@ Within a wave, all evictions and replacements happen together, so:
 - capacity: on every node, the pods there before the wave plus every pod arriving in the wave fit (a moving pod
   counts on both its old and its new node until the wave is done), resources and pod slots;
 - PodDisruptionBudgets: the wave evicts at most `disruptionsAllowed` pods selected by each PDB (computed from its
-  selector and the current healthy pods; replacements are Running again before the next wave starts);
+  selector and the current healthy pods; replacements are Running again before the next wave starts), where a
+  pending pod the PDB selects that an earlier wave placed counts as healthy (it is Running before this wave
+  starts: a replacement left pending by an interrupted run opens its budget again once placed);
 - owners: at most `policy.owner_cap(replicas)` pods of one workload (maxUnavailable-like);
 - hard rules: the state after the wave has no violation that the state before the plan did not have (checked by
   `check.StateChecker`, independently of the model), so every hard rule holds before and after each wave.
@@ -60,6 +62,7 @@ def build_waves(index: ClusterIndex, checker: StateChecker, policy: Policy, step
     while remaining:
         wave += 1
         chosen = _safe_subset(checker, assign, _fill(index, limits, load, remaining, why), tolerated, why)
+        limits.placed(s for s in chosen if s.src is None)
         if not chosen:
             for s in remaining:
                 out.dropped.append((s, why.get(id(s), "no wave can take it safely")))
@@ -108,7 +111,8 @@ class _Limits:
     """What bounds the evictions of one wave: each PDB's disruptionsAllowed and each owner's cap."""
 
     policy: Policy
-    allowed: list[int]  # per PDB of the snapshot
+    index: ClusterIndex
+    gained: list[int]  # per PDB of the snapshot: its pending pods placed by the waves so far
     pdb_names: list[str]
     pdbs_of: dict[str, list[int]]  # a moving pod's PDBs
     owners: dict[str, tuple[str, str, str] | None]  # a step's pod's owner (namespace, kind, name)
@@ -122,10 +126,21 @@ class _Limits:
             o = owner_of(index, pi.key)
             if o is not None:
                 replicas[o] += 1
-        return cls(policy, [snap.pdb_disruptions_allowed(p) for p in snap.pdbs],
+        return cls(policy, index, [0] * len(snap.pdbs),
                    [f"{p.metadata.namespace}/{p.metadata.name}" for p in snap.pdbs],
                    {s.pod: index.pdbs_of(index.pod_by_key[s.pod]) for s in steps if s.src is not None},
                    {s.pod: owner_of(index, s.pod) for s in steps}, replicas)
+
+    def budget(self) -> list[int]:
+        """Each PDB's disruptionsAllowed for the next wave: now, plus its pods that earlier waves placed."""
+        snap = self.index.snapshot
+        return [snap.pdb_disruptions_allowed(p, g) for p, g in zip(snap.pdbs, self.gained, strict=True)]
+
+    def placed(self, steps) -> None:
+        """A wave placed these pending pods: they are Running, so healthy, before the next wave."""
+        for s in steps:
+            for i in self.index.pdbs_of(self.index.pod_by_key[s.pod]):
+                self.gained[i] += 1
 
     def blocker(self, s: Step, budget: list[int], per_owner: dict[tuple, int]) -> str | None:
         """Why the wave cannot evict the pod of move `s` with the PDB budgets and owner counts so far, if so."""
@@ -152,7 +167,7 @@ def _fill(index: ClusterIndex, limits: _Limits, load: _Load, remaining: list[Ste
     owner caps; a step left out records why in `why`."""
     inflow = np.zeros_like(load.used)
     in_count = np.zeros_like(load.count)
-    budget = list(limits.allowed)
+    budget = limits.budget()
     per_owner: dict[tuple, int] = defaultdict(int)
     chosen: list[Step] = []
     for s in remaining:

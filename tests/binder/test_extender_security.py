@@ -102,6 +102,32 @@ def test_bind_of_a_pod_the_extender_never_saw_or_with_another_uid_is_refused(ext
     assert _bind(srv, "small", planned) == (200, {"Error": ""})
 
 
+def test_metrics_count_each_verb_by_status_code_and_each_binding_by_result(extender_server):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    srv, _api = extender_server()
+    planned = _planned(srv, "small")
+    other = "a" if planned == "b" else "b"
+    assert _bind(srv, "small", other)[1]["Error"]  # refused: not where the plan says
+    _planned(srv, "small")
+    assert _bind(srv, "small", planned) == (200, {"Error": ""})
+    assert _request(srv, "/filter", {"Pod": {}})[0] == 400
+    host, port = srv.httpd.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    conn.request("GET", "/metrics")
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("Content-Type").startswith("text/plain")
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(resp.read().decode()) for s in f.samples}
+    conn.close()
+    assert samples[("kplace_extender_requests_total", (("code", "200"), ("verb", "filter")))] == 2
+    assert samples[("kplace_extender_requests_total", (("code", "400"), ("verb", "filter")))] == 1
+    assert samples[("kplace_extender_requests_total", (("code", "200"), ("verb", "bind")))] == 2
+    assert samples[("kplace_extender_bindings_total", (("result", "refused"),))] == 1
+    assert samples[("kplace_extender_bindings_total", (("result", "bound"),))] == 1
+    assert samples[("kplace_extender_replans_total", ())] >= 2  # the refusal made the plan stale
+
+
 def test_with_a_token_every_post_needs_the_bearer_header(extender_server):
     srv, _ = extender_server(token="s3cret")
     args = {"Pod": _go_pod("small"), "NodeNames": ["a", "b"]}

@@ -129,3 +129,109 @@ def test_an_eviction_the_api_server_refuses_for_a_while_is_retried_and_the_plan_
     final = pods(api, ns)
     assert len(final) == 4 and all(running_and_ready(p) for p in final)
     assert len({p["spec"]["nodeName"] for p in final}) == 1
+
+
+class _PodWatch:
+    """Watches the namespace's pods from the resourceVersion of a first list, keeping each pod's latest state: the
+    fewest pods the PDB counts healthy (bound, Running and Ready, not terminating) in any state seen, and `evicted`,
+    set when a pod is first seen terminating (`on_evicted` is called then, from the watch's thread)."""
+
+    def __init__(self, api, ns: str, on_evicted) -> None:
+        import threading
+
+        from kubernetes import client, watch
+
+        self.core, self.ns, self.on_evicted = client.CoreV1Api(api), ns, on_evicted
+        listed = self.core.list_namespaced_pod(ns)
+        self.pods = {p.metadata.name: p for p in listed.items}
+        self.min_healthy = self._healthy()
+        self.evicted = threading.Event()
+        self.first_evicted: str | None = None
+        self._watch = watch.Watch()
+        self._rv = listed.metadata.resource_version
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _healthy(self) -> int:
+        return sum(1 for p in self.pods.values() if p.spec.node_name and p.metadata.deletion_timestamp is None
+                   and p.status.phase == "Running"
+                   and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or []))
+
+    def _run(self) -> None:
+        for event in self._watch.stream(self.core.list_namespaced_pod, self.ns, resource_version=self._rv,
+                                        timeout_seconds=600):
+            pod = event["object"]
+            if event["type"] == "DELETED":
+                self.pods.pop(pod.metadata.name, None)
+            else:
+                self.pods[pod.metadata.name] = pod
+            self.min_healthy = min(self.min_healthy, self._healthy())
+            gone = pod.metadata.deletion_timestamp is not None or event["type"] == "DELETED"
+            if gone and not self.evicted.is_set():
+                self.first_evicted = pod.metadata.name
+                self.on_evicted()
+                self.evicted.set()
+
+    def stop(self) -> None:
+        self._watch.stop()
+
+
+def test_apply_killed_after_its_first_eviction_leaves_the_cluster_consistent_and_a_rerun_finishes_the_plan(
+        api, kplace_kubeconfig, tmp_path, rebalance_namespace):
+    """SIGKILL as soon as the first eviction shows (the evicted pod terminating): the PDB was never broken, the
+    ReplicaSet controller replaces the evicted pod (its replacement, of kplace's schedulerName, left pending or
+    bound by the killed run); the same `kplace rebalance --apply` run again on the cluster as it now is places or
+    keeps that replacement and makes the remaining moves: all four pods Running on one node, as the goal asks."""
+    import signal
+    import subprocess
+    import sys
+
+    ns = rebalance_namespace
+    names = _spread_web_under_a_pdb(api, ns)
+    command = [sys.executable, "-m", "kplace.solver.cli", "rebalance", "--kubeconfig", kplace_kubeconfig, "--goal",
+               "pack", "--apply", "--policy", _policy(tmp_path, ns), "--config", kplace_profile(tmp_path),
+               "--timeout", "60", "--time-limit", "5", "-o", "json", "--quiet"]
+    log = (tmp_path / "killed.log").open("w")
+    proc = None
+    watch = _PodWatch(api, ns, lambda: proc.send_signal(signal.SIGKILL))
+    try:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        wait_for(lambda: watch.evicted.is_set() or proc.poll() is not None, "the first eviction", timeout=120)
+        assert watch.evicted.is_set(), (tmp_path / "killed.log").read_text()[-3000:]
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+        assert watch.first_evicted in names
+
+        def replaced():
+            current = pods(api, ns)
+            live = [p for p in current if not p["metadata"].get("deletionTimestamp")]
+            return (watch.first_evicted not in {p["metadata"]["name"] for p in current} and len(live) == 4
+                    and all(running_and_ready(p) or not p["spec"].get("nodeName") for p in live) and live)
+
+        live = wait_for(replaced, "the evicted pod to be gone and replaced by the ReplicaSet controller")
+        replacement = [p for p in live if p["metadata"]["name"] not in names]
+        assert len(replacement) == 1
+        assert replacement[0]["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+        assert watch.min_healthy >= 3  # minAvailable: never broken, not even by the kill
+
+        rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr[-3000:] + rerun.stdout[-3000:]
+        plan = json.loads(rerun.stdout)
+        assert plan["apply"]["completed"], plan["apply"]
+        left = f"{ns}/{replacement[0]['metadata']['name']}"
+        if not replacement[0]["spec"].get("nodeName"):  # the kill came before the killed run bound it
+            assert [(p["pod"], p["wave"]) for p in plan["placements"] if p["node"]] == [(left, 1)], plan
+            assert {"wave": 1, "action": "bound", "pod": left, "node": plan["placements"][0]["node"]} in \
+                plan["apply"]["events"]
+            assert sorted(m["wave"] for m in plan["moves"]) == [2, 3], plan  # its PDB opens once it runs
+        final = pods(api, ns)
+        assert len(final) == 4 and all(running_and_ready(p) for p in final), final
+        assert len({p["spec"]["nodeName"] for p in final}) == 1, (
+            {p["metadata"]["name"]: p["spec"]["nodeName"] for p in final}, replacement[0]["spec"].get("nodeName"),
+            plan["moves"], plan["placements"], plan["dropped"])
+        assert watch.min_healthy >= 3
+    finally:
+        watch.stop()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()

@@ -158,6 +158,31 @@ def test_each_wave_keeps_every_pdb_at_or_above_zero_disruptions_allowed():
     assert max(waves) == 1  # one disruption allowed: one move per wave
 
 
+@pytest.mark.parametrize("status", [True, False], ids=["exported-status", "computed"])
+def test_a_pending_pod_a_pdb_selects_opens_its_budget_once_an_earlier_wave_places_it(status):
+    """What an interrupted `--apply` leaves: one replica evicted, its replacement pending, so minAvailable 3 of 4
+    allows no disruption now (3 healthy); placed in wave 1, it makes 4 healthy, so each later wave may move one."""
+    objs = [node(f"n{i}", cpu="4") for i in range(4)]
+    objs += [owned(f"web-{i}", cpu="1", node_name=f"n{i}") for i in (1, 2, 3)] + [owned("web-new", cpu="1")]
+    guard = pdb("web", "web", min_available=3)
+    if status:  # as the disruption controller leaves it
+        guard["status"] = {"currentHealthy": 3, "desiredHealthy": 3, "disruptionsAllowed": 0, "expectedPods": 4}
+    plan = run([*objs, guard], goal="pack")
+    assert [(p["pod"], p["wave"]) for p in plan["placements"]] == [("default/web-new", 1)]
+    assert len(plan["moves"]) == 2 and sorted(m["wave"] for m in plan["moves"]) == [2, 3], plan["dropped"]
+    assert plan["after"]["non_empty_nodes"] == 1
+    assert {m["to"] for m in plan["moves"]} == {plan["placements"][0]["node"]}
+
+
+def test_a_pending_pod_a_pdb_selects_opens_no_budget_when_the_plan_cannot_place_it():
+    objs = [node(f"n{i}", cpu="4") for i in range(4)]
+    objs += [owned(f"web-{i}", cpu="1", node_name=f"n{i}") for i in (1, 2, 3)] + [owned("web-new", cpu="8")]
+    plan = run([*objs, pdb("web", "web", min_available=3)], goal="pack")
+    assert plan["placements"][0]["node"] is None
+    assert plan["moves"] == [] and plan["after"]["non_empty_nodes"] == 3
+    assert {d["reason"] for d in plan["dropped"]} <= {"PodDisruptionBudget default/web allows no more disruptions"}
+
+
 def test_the_owner_cap_limits_moves_of_one_workload_per_wave():
     objs = [node(f"n{i}", cpu="8") for i in range(8)] + [owned(f"web-{i}", cpu="1", node_name=f"n{i}")
                                                         for i in range(8)]
