@@ -291,7 +291,9 @@ def CPSAT_OPTS(f):
         click.option("--window", type=click.IntRange(min=1), default=1000, show_default=True,
                      help="Pods per CP-SAT window, in queue order; earlier windows are fixed for later ones."),
         click.option("--time-limit", type=click.FloatRange(min=0.05), default=10.0, show_default=True,
-                     help="Seconds of CP-SAT search for the whole run (split over windows)."),
+                     help="Seconds of CP-SAT search for the whole run (split over windows; deterministic seconds "
+                          "unless --wall-clock). `schedule` also ends its whole decision within this many wall "
+                          "seconds unless --deadline says otherwise."),
         click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
                      help="CP-SAT search workers."),
         click.option("--objective", type=click.Choice(["default", "pack", "balance"]), default="default",
@@ -404,9 +406,13 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
 @click.option("--dry-run", is_flag=True, help="With --bind api: the API server's server-side dry run.")
 @PDB_OPT
 @MOVES_OPT
+@click.option("--deadline", type=click.FloatRange(min=0), default=None,
+              help="Wall-clock seconds for the whole CP-SAT decision (greedy passes, models, searches, fallbacks; "
+                   "loading not included). Once passed, the windows left take greedy's plan and the output says so; "
+                   "a run that ends before it is the deterministic one. Default: --time-limit; 0: no deadline.")
 def schedule(state, engine, window, time_limit, workers, objective, deterministic, config_path, tie_break, seed,
              output, out_file, bind, manifest_format, quiet, fail_on_unplaced, kubeconfig, context, dry_run,
-             allow_pdb_violations, allow_moves):
+             allow_pdb_violations, allow_moves, deadline):
     """Place every pending pod and report each pod's node, or kube's reason why not.
 
     \b
@@ -417,6 +423,7 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
       kplace schedule state.json --bind manifest --output-file bindings.yaml && kubectl create -f bindings.yaml
       kplace schedule --kubeconfig ~/.kube/config --bind api --dry-run
       kplace schedule state.json --allow-moves 5
+      kplace schedule big.json --time-limit 60 --deadline 60   # decided within a minute of wall time
     """
     from .output import dumps, write_atomic, write_data
     from .report import render_plan
@@ -436,7 +443,8 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
 
         opts = CpsatOptions(window=window, time_limit=time_limit, workers=workers, seed=seed, objective=objective,
                             deterministic=deterministic, tie_break=tie_break,
-                            allow_pdb_violations=allow_pdb_violations)
+                            allow_pdb_violations=allow_pdb_violations,
+                            deadline=time_limit if deadline is None else deadline or None)
     with schedule_progress(engine, opts, quiet) as on_pod:
         plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed, on_pod=on_pod,
                       allow_pdb_violations=allow_pdb_violations, allow_moves=allow_moves)
