@@ -605,11 +605,15 @@ def _is_plan(path: str) -> bool:
 @main.command()
 @click.argument("workload", metavar="WORKLOAD")
 @click.option("--nodes", type=click.IntRange(min=1), default=None, help="Number of nodes (workload default).")
-@click.option("--pods", type=click.IntRange(min=0), default=None, help="Number of pending pods (workload default).")
+@click.option("--pods", type=click.IntRange(min=0), default=None,
+              help="Number of pending pods (workload default); of all pods, bound ones included, for `scale`.")
+@click.option("--pending", default=None, metavar="FRACTION|COUNT",
+              help="`scale`: the pending pods, a fraction in [0, 1) of the Deployments' pods or a count "
+                   "(--param pending=...).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Workload-specific parameter.")
 @OUTPUT_OPTS("json", "yaml", file="Write the List here (atomically) instead of to stdout.")
-def generate(workload, nodes, pods, seed, params, output, out_file):
+def generate(workload, nodes, pods, pending, seed, params, output, out_file):
     """Generate a benchmark cluster state as a kubectl-style v1 List (on stdout, or --output-file).
 
     WORKLOAD is one of the generators that `kplace generate list` lists.
@@ -619,11 +623,12 @@ def generate(workload, nodes, pods, seed, params, output, out_file):
       kplace generate list
       kplace generate perf-basic --nodes 5000 --pods 10000 --output-file basic.json
       kplace generate dcm --nodes 500 --param fraction=100 > dcm.json
+      kplace generate scale --nodes 50000 --pods 500000 --pending 100000 --output-file big.json
     """
     from kplace.instances.generators import generate as make
-    from kplace.instances.generators import list_workloads
+    from kplace.instances.generators import list_workloads, stream
 
-    from .output import dumps_as, write_atomic
+    from .output import dumps_as, write_atomic, write_list, write_list_atomic
 
     output, out_file = output_choice(output, out_file)
     if workload == "list":
@@ -636,6 +641,18 @@ def generate(workload, nodes, pods, seed, params, output, out_file):
         if not sep:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
         kv[key] = value
+    if pending is not None:
+        kv["pending"] = pending
+    if output == "json":  # streamed: the big workloads never hold the whole List
+        items, annotations = stream(workload, nodes=nodes, pods=pods, seed=seed, params=kv)
+        if out_file in (None, "-"):
+            write_list(sys.stdout, items, annotations)
+            return
+        kinds = write_list_atomic(out_file, items, annotations)
+        click.echo(f"wrote {workload} to {out_file}: {kinds.get('Node', 0)} nodes, {kinds.get('Pod', 0)} pods "
+                   f"({kinds.get('pending', 0)} pending), {sum(kinds.values()) - kinds.get('pending', 0)} objects",
+                   err=True)
+        return
     data = make(workload, nodes=nodes, pods=pods, seed=seed, params=kv)
     text = dumps_as(data, output)
     if out_file in (None, "-"):
