@@ -154,7 +154,8 @@ class _Cluster:
                 start = self.cursor[(p, z)]
                 for k in range(min(tries, len(nodes))):
                     i = nodes[(start + k) % len(nodes)]
-                    if (self.cpu[i] - cpu >= (self.cap_cpu[i] if level else 0) and self.mem[i] >= mem and self.pods[i] >= 1
+                    floor = self.cap_cpu[i] if level else 0
+                    if (self.cpu[i] - cpu >= floor and self.mem[i] >= mem and self.pods[i] >= 1
                             and self.gpu[i] >= gpu and (avoid is None or i not in avoid)):
                         self.cursor[(p, z)] = (start + k + 1) % len(nodes)
                         self.take(i, cpu, mem, gpu)
@@ -232,7 +233,8 @@ def scale_items(n_nodes: int, n_pods: int, seed: int, zones: int = 3, pending: f
     # the CPU off the gpu pool that bound pods fill, DaemonSets included
     target = app_cpu * load / 100 - n_general * sum(d[2] for d in DAEMONSETS if not d[4])
     asked = 0  # cpu m the bound Deployment pods so far ask (off the gpu pool)
-    factor = 1.0
+    base = 1.0 if n_bound == 0 else min(8.0, max(0.1, target / n_bound / _MEAN_CPU))
+    factor = base
     general = [p for p, pool in enumerate(POOLS) if not pool[5]]
     gpu_pools = [p for p, pool in enumerate(POOLS) if pool[5]]
     written = bound = overflow = groups = pdbs = 0
@@ -248,8 +250,12 @@ def scale_items(n_nodes: int, n_pods: int, seed: int, zones: int = 3, pending: f
         app = f"{kind}-{groups:06d}"
         ns = f"team-{rng.randrange(TEAMS):02d}"
         groups += 1
-        if written < n_bound:  # requests scaled so that the bound pods' CPU heads for the target
-            factor = min(8.0, max(0.1, (target - asked) / max(1, n_bound - written) / _MEAN_CPU))
+        # requests scaled so that the bound pods' CPU heads for the target (within half to twice the mean scale);
+        # pending pods ask what bound ones do on average
+        factor = base
+        if written < n_bound:
+            left = (target - asked) / max(1, n_bound - written) / _MEAN_CPU
+            factor = min(2 * base, max(base / 2, left))
         cpu = max(10, round(_draw(rng, CPU_M) * factor / 10) * 10)
         mem = max(16, round(cpu * _draw(rng, MEM_PER_CPU_MI) / 1000))
         gpu = _draw(rng, GPUS) if kind == "gpu" else 0
@@ -297,4 +303,4 @@ def scale_items(n_nodes: int, n_pods: int, seed: int, zones: int = 3, pending: f
                      "kplace.io/bound": str(ds_pods + bound), "kplace.io/pending": str(written - bound),
                      "kplace.io/overflow": str(overflow), "kplace.io/deployments": str(groups),
                      "kplace.io/pdbs": str(pdbs), "kplace.io/load": str(load),
-                     "kplace.io/request-scale": f"{factor:.3f}"})
+                     "kplace.io/request-scale": f"{base:.3f}"})
