@@ -27,7 +27,7 @@ import csv
 import math
 import random
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -905,6 +905,38 @@ def _volumes(nodes: int | None, pods: int | None, seed: int, params: dict[str, s
 
 
 from .corners import corners  # noqa: E402  (a generator of its own module)
+from .scale import scale_items  # noqa: E402  (a generator of its own module)
+
+
+def _fraction_or_count(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if value < 0 or (value >= 1 and value != int(value)):
+        raise ValueError(f"{text!r} is neither a fraction in [0, 1) nor a whole count")
+    return value
+
+
+_SCALE_PARAMS = [Param("zones", "number of zones", _int_in(1, 26), 3),
+                 Param("pending", "pending Deployment pods: a fraction in [0, 1) or a count", _fraction_or_count, 0.2),
+                 Param("load", "percent of the cluster's CPU the bound pods fill", _int_in(0, 100), 60),
+                 Param("max-group", "largest Deployment", _int_in(1), 200)]
+
+
+def _scale_stream(nodes: int | None, pods: int | None, seed: int, params: dict[str, str],
+                  meta: dict[str, str]) -> Iterator[Obj]:
+    p = _parse_params("scale", _SCALE_PARAMS, params)
+    n_nodes = 1000 if nodes is None else nodes
+    n_pods = 10 * n_nodes if pods is None else pods
+    return scale_items(n_nodes, n_pods, seed, zones=p["zones"], pending=p["pending"], load=p["load"],
+                       max_group=p["max-group"], meta=meta)
+
+
+def _scale(nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
+    meta: dict[str, str] = {}
+    items = list(_scale_stream(nodes, pods, seed, params, meta))
+    return _as_list(items, meta)
 
 # --- registry -----------------------------------------------------------------------------------------------
 
@@ -938,6 +970,10 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
                 "(params zones, db=%)", _volumes),
     "corners": ("random small states in the plugins' corners (taints of every effect, sidecars, overhead, empty "
                 "selectors, missing topology keys, preemption, ...; 100+ nodes on one seed in ten)", corners),
+    "scale": ("big production shapes, streamed (50,000 nodes / 500,000 pods): node pools of different sizes over "
+              "zones, tainted GPU nodes, DaemonSet pods on every node, Deployments with spread and hostname "
+              "anti-affinity, 4 PriorityClasses, PDBs; --pods counts every pod; params pending=fraction|count "
+              "(default 0.2), load=% of CPU bound (60), zones (3), max-group (200)", _scale),
 }
 
 
@@ -946,14 +982,32 @@ def list_workloads() -> dict[str, str]:
     return {name: desc for name, (desc, _) in _GENERATORS.items()}
 
 
-def generate(workload: str, *, nodes: int | None = None, pods: int | None = None, seed: int = 0,
-             params: dict[str, str] | None = None) -> Obj:
-    """Build the named workload as a kubectl-style v1 List (deterministic for `seed`)."""
-    entry = _GENERATORS.get(workload)
-    if entry is None:
+_STREAMING = {"scale": _scale_stream}
+
+
+def stream(workload: str, *, nodes: int | None = None, pods: int | None = None, seed: int = 0,
+           params: dict[str, str] | None = None) -> tuple[Iterator[Obj], dict[str, str]]:
+    """The named workload's objects one by one and its List's annotations (complete once the objects are all
+    out): without the whole List in memory for the workloads that build it as they go (`scale`)."""
+    if workload not in _STREAMING:
+        data = generate(workload, nodes=nodes, pods=pods, seed=seed, params=params)
+        return iter(data["items"]), data.get("metadata", {}).get("annotations", {})
+    _check(workload, nodes, pods)
+    meta: dict[str, str] = {}
+    return _STREAMING[workload](nodes, pods, seed, dict(params or {}), meta), meta
+
+
+def _check(workload: str, nodes: int | None, pods: int | None) -> None:
+    if workload not in _GENERATORS:
         raise InputError(f"unknown workload {workload!r} (valid: {', '.join(_GENERATORS)})")
     if nodes is not None and nodes < 1:
         raise InputError(f"workload {workload!r}: nodes must be at least 1 (got {nodes})")
     if pods is not None and pods < 0:
         raise InputError(f"workload {workload!r}: pods must be at least 0 (got {pods})")
-    return entry[1](nodes, pods, seed, dict(params or {}))
+
+
+def generate(workload: str, *, nodes: int | None = None, pods: int | None = None, seed: int = 0,
+             params: dict[str, str] | None = None) -> Obj:
+    """Build the named workload as a kubectl-style v1 List (deterministic for `seed`)."""
+    _check(workload, nodes, pods)
+    return _GENERATORS[workload][1](nodes, pods, seed, dict(params or {}))

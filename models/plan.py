@@ -52,6 +52,9 @@ class Plan:
     windows: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # The wall-clock deadline's report when it passed during the decision (CP-SAT): its seconds, the windows the
+    # deadline fallback decided (greedy's plan) and those whose search it cut short. None: it never passed.
+    deadline: dict[str, Any] | None = None
 
     def assignment(self) -> dict[str, str]:
         return {p.pod: p.node for p in self.placements if p.node is not None}
@@ -86,6 +89,8 @@ class Plan:
             out["moves"] = [{"pod": m.pod, "from": m.from_node, "to": m.to, "wave": m.wave, "admits": m.admits}
                             for m in self.moves]
         out["summary"] = self.summary()
+        if self.deadline is not None:
+            out["deadline"] = self.deadline
         if self.warnings:
             out["warnings"] = self.warnings
         return out

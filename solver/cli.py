@@ -291,7 +291,9 @@ def CPSAT_OPTS(f):
         click.option("--window", type=click.IntRange(min=1), default=1000, show_default=True,
                      help="Pods per CP-SAT window, in queue order; earlier windows are fixed for later ones."),
         click.option("--time-limit", type=click.FloatRange(min=0.05), default=10.0, show_default=True,
-                     help="Seconds of CP-SAT search for the whole run (split over windows)."),
+                     help="Seconds of CP-SAT search for the whole run (split over windows; deterministic seconds "
+                          "unless --wall-clock). `schedule` also ends its whole decision within this many wall "
+                          "seconds unless --deadline says otherwise."),
         click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
                      help="CP-SAT search workers."),
         click.option("--objective", type=click.Choice(["default", "pack", "balance"]), default="default",
@@ -404,9 +406,13 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
 @click.option("--dry-run", is_flag=True, help="With --bind api: the API server's server-side dry run.")
 @PDB_OPT
 @MOVES_OPT
+@click.option("--deadline", type=click.FloatRange(min=0), default=None,
+              help="Wall-clock seconds for the whole CP-SAT decision (greedy passes, models, searches, fallbacks; "
+                   "loading not included). Once passed, the windows left take greedy's plan and the output says so; "
+                   "a run that ends before it is the deterministic one. Default: --time-limit; 0: no deadline.")
 def schedule(state, engine, window, time_limit, workers, objective, deterministic, config_path, tie_break, seed,
              output, out_file, bind, manifest_format, quiet, fail_on_unplaced, kubeconfig, context, dry_run,
-             allow_pdb_violations, allow_moves):
+             allow_pdb_violations, allow_moves, deadline):
     """Place every pending pod and report each pod's node, or kube's reason why not.
 
     \b
@@ -417,6 +423,7 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
       kplace schedule state.json --bind manifest --output-file bindings.yaml && kubectl create -f bindings.yaml
       kplace schedule --kubeconfig ~/.kube/config --bind api --dry-run
       kplace schedule state.json --allow-moves 5
+      kplace schedule big.json --time-limit 60 --deadline 60   # decided within a minute of wall time
     """
     from .output import dumps, write_atomic, write_data
     from .report import render_plan
@@ -436,7 +443,8 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
 
         opts = CpsatOptions(window=window, time_limit=time_limit, workers=workers, seed=seed, objective=objective,
                             deterministic=deterministic, tie_break=tie_break,
-                            allow_pdb_violations=allow_pdb_violations)
+                            allow_pdb_violations=allow_pdb_violations,
+                            deadline=time_limit if deadline is None else deadline or None)
     with schedule_progress(engine, opts, quiet) as on_pod:
         plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed, on_pod=on_pod,
                       allow_pdb_violations=allow_pdb_violations, allow_moves=allow_moves)
@@ -597,11 +605,15 @@ def _is_plan(path: str) -> bool:
 @main.command()
 @click.argument("workload", metavar="WORKLOAD")
 @click.option("--nodes", type=click.IntRange(min=1), default=None, help="Number of nodes (workload default).")
-@click.option("--pods", type=click.IntRange(min=0), default=None, help="Number of pending pods (workload default).")
+@click.option("--pods", type=click.IntRange(min=0), default=None,
+              help="Number of pending pods (workload default); of all pods, bound ones included, for `scale`.")
+@click.option("--pending", default=None, metavar="FRACTION|COUNT",
+              help="`scale`: the pending pods, a fraction in [0, 1) of the Deployments' pods or a count "
+                   "(--param pending=...).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Workload-specific parameter.")
 @OUTPUT_OPTS("json", "yaml", file="Write the List here (atomically) instead of to stdout.")
-def generate(workload, nodes, pods, seed, params, output, out_file):
+def generate(workload, nodes, pods, pending, seed, params, output, out_file):
     """Generate a benchmark cluster state as a kubectl-style v1 List (on stdout, or --output-file).
 
     WORKLOAD is one of the generators that `kplace generate list` lists.
@@ -611,11 +623,12 @@ def generate(workload, nodes, pods, seed, params, output, out_file):
       kplace generate list
       kplace generate perf-basic --nodes 5000 --pods 10000 --output-file basic.json
       kplace generate dcm --nodes 500 --param fraction=100 > dcm.json
+      kplace generate scale --nodes 50000 --pods 500000 --pending 100000 --output-file big.json
     """
     from kplace.instances.generators import generate as make
-    from kplace.instances.generators import list_workloads
+    from kplace.instances.generators import list_workloads, stream
 
-    from .output import dumps_as, write_atomic
+    from .output import dumps_as, write_atomic, write_list, write_list_atomic
 
     output, out_file = output_choice(output, out_file)
     if workload == "list":
@@ -628,6 +641,18 @@ def generate(workload, nodes, pods, seed, params, output, out_file):
         if not sep:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--param")
         kv[key] = value
+    if pending is not None:
+        kv["pending"] = pending
+    if output == "json":  # streamed: the big workloads never hold the whole List
+        items, annotations = stream(workload, nodes=nodes, pods=pods, seed=seed, params=kv)
+        if out_file in (None, "-"):
+            write_list(sys.stdout, items, annotations)
+            return
+        kinds = write_list_atomic(out_file, items, annotations)
+        click.echo(f"wrote {workload} to {out_file}: {kinds.get('Node', 0)} nodes, {kinds.get('Pod', 0)} pods "
+                   f"({kinds.get('pending', 0)} pending), {sum(kinds.values()) - kinds.get('pending', 0)} objects",
+                   err=True)
+        return
     data = make(workload, nodes=nodes, pods=pods, seed=seed, params=kv)
     text = dumps_as(data, output)
     if out_file in (None, "-"):

@@ -6,8 +6,10 @@ import json
 import os
 import sys
 import tempfile
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
 def dumps(data: Any) -> str:
@@ -53,6 +55,43 @@ def write_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_list(fh: IO[str], items: Iterable[dict], annotations: dict[str, str]) -> Counter:
+    """A kubectl-style v1 List as JSON, item by item (one per line), its metadata last so that `annotations` may
+    be filled while the items are written: (kind → objects written, and "pending" pods)."""
+    kinds: Counter = Counter()
+    encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+    fh.write('{"apiVersion":"v1","kind":"List","items":[')
+    sep = "\n"
+    for item in items:
+        fh.write(sep)
+        fh.write(encode(item))
+        sep = ",\n"
+        kind = item.get("kind")
+        kinds[kind] += 1
+        if kind == "Pod" and not item["spec"].get("nodeName"):
+            kinds["pending"] += 1
+    fh.write('\n],"metadata":' + encode({"resourceVersion": "", "annotations": annotations}) + "}\n")
+    return kinds
+
+
+def write_list_atomic(path: str | Path, items: Iterable[dict], annotations: dict[str, str]) -> Counter:
+    """`write_list` into a temporary file beside `path`, fsync, then rename over it (as `write_atomic`)."""
+    path = Path(path)
+    mode = _mode_for(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20) as fh:
+            kinds = write_list(fh, items, annotations)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return kinds
 
 
 def quiet_broken_pipe() -> None:

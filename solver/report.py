@@ -10,7 +10,8 @@ LEGEND = ("groups: sets of identical pods that share count variables; models: in
           "rule ties together); objective: the last exact stage, named after it — placed: pods placed less pods "
           "evicted (weighted by priority when several), disruption: victims weighted by priority (lower is better), "
           "or the --objective goal; vs greedy: that figure minus greedy's; gap: distance to the proven bound; "
-          "score measure: kube's scores of the window's pods on the plan's final state (docs/user-guide.md, Glossary)")
+          "score measure: kube's scores of the window's pods on the plan's final state (docs/user-guide.md, Glossary); "
+          "(deadline): decided after the wall-clock deadline, by greedy without a model")
 
 
 def _objective_stage(window: dict) -> str | None:
@@ -48,8 +49,10 @@ def render_plan(plan: Plan, limit: int = 50, wide: bool = False) -> None:
             measure = f"{m['cpsat']:,}" if m else "-"
             m_delta = f"{m['cpsat'] - m['greedy']:+,}" if m else "-"
             stage = _objective_stage(w)
-            t.add_row(str(i), str(w["pods"]), str(w["groups"]), str(w["components"]), w["status"],
-                      f"{obj:g}" + (f" ({stage})" if stage and not fallback else ""), delta, gap, measure, m_delta,
+            status = w["status"] + (" (deadline)" if w.get("deadline") else "")
+            t.add_row(str(i), str(w["pods"]), str(w["groups"]), str(w["components"]), status,
+                      "-" if w.get("deadline") else f"{obj:g}" + (f" ({stage})" if stage and not fallback else ""),
+                      delta, gap, measure, m_delta,
                       f"{w['seconds']:.2f}")
         console.print(t)
         console.print(f"[dim]{LEGEND}[/]", highlight=False)

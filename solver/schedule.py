@@ -46,7 +46,9 @@ def decide(index: ClusterIndex, config: SchedulerConfig, engine: str = "cpsat", 
         opts = cpsat_options or CpsatOptions(seed=seed, tie_break=tie_break, allow_pdb_violations=allow)
         allow = opts.allow_pdb_violations
         plan = schedule_cpsat(index, config, opts)
-        if allow_moves:
+        if allow_moves and plan.deadline is not None:
+            plan.warnings.append("no moves were considered (--allow-moves): the deadline had passed")
+        elif allow_moves:
             from .cpsat.moves import with_moves
 
             moving = with_moves(index, config, plan, opts, allow_moves)

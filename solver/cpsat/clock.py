@@ -7,6 +7,12 @@ stops it, and `solve` says so. The net counts CPU time, not wall time, because t
 stands for takes a roughly constant number of CPU seconds, whereas the wall time it takes grows with the machine's
 load (a wall-clock net tripped on a loaded machine and the same seed gave another plan). Otherwise budgets are wall
 seconds and the workers run a parallel portfolio.
+
+A wall-clock `deadline` (a `time.perf_counter()` instant, the end of the whole decision's budget) caps every
+search besides: CP-SAT's own wall limit is set to the time left, so a search running when the deadline passes
+stops there with its best solution so far, and one started after it stops at once. A search the deadline cut is
+not reproducible, and `solve` says so (`Cut.DEADLINE`); a run the deadline never reaches is as deterministic as
+without one.
 """
 
 from __future__ import annotations
@@ -20,12 +26,21 @@ from ortools.sat.python import cp_model
 CPU_NET = (10.0, 5.0)  # CPU seconds per deterministic second and worker, and a constant
 
 
+class Cut:
+    """Why a search stopped before its own limit (None: it did not): the CPU net, or the wall-clock deadline."""
+
+    NET = "cpu-net"
+    DEADLINE = "deadline"
+
+
 @dataclass
 class SearchClock:
     deterministic: bool = True
     workers: int = 2
     seed: int = 0
     searched: float = 0.0  # deterministic seconds searched so far
+    deadline: float | None = None  # perf_counter instant every search stops by (None: none)
+    cuts: int = 0  # searches the deadline cut
 
     def now(self) -> float:
         """Seconds on the budget's clock (deterministic search time, or wall time)."""
@@ -42,14 +57,22 @@ class SearchClock:
             p.max_deterministic_time = seconds
         else:
             p.max_time_in_seconds = seconds
+        if self.deadline is not None:
+            left = max(0.0, self.deadline - time.perf_counter())
+            p.max_time_in_seconds = min(p.max_time_in_seconds, left) if not self.deterministic else left
         return solver
 
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
     def solve(self, solver: cp_model.CpSolver, model: cp_model.CpModel,
-              callback: cp_model.CpSolverSolutionCallback | None = None) -> tuple[int, bool]:
-        """Solve `model` and count its search time: (status, whether the net stopped it, so that its plan is not
-        reproducible). CP-SAT releases the GIL while it searches, so the watchdog thread runs beside it."""
+              callback: cp_model.CpSolverSolutionCallback | None = None) -> tuple[int, str | None]:
+        """Solve `model` and count its search time: (status, what cut it short so that its plan is not
+        reproducible: `Cut.NET`, `Cut.DEADLINE` or None). CP-SAT releases the GIL while it searches, so the watchdog
+        thread runs beside it."""
         if not self.deterministic:
-            return solver.solve(model, callback), False
+            status = solver.solve(model, callback)
+            return status, self._deadline_cut(status)
         p = solver.parameters
         limit = time.process_time() + CPU_NET[0] * p.max_deterministic_time * p.num_workers + CPU_NET[1]
         done, netted = threading.Event(), threading.Event()
@@ -69,4 +92,14 @@ class SearchClock:
             done.set()
             watchdog.join()
         self.searched += solver.response_proto.deterministic_time
-        return status, netted.is_set() and status != cp_model.OPTIMAL
+        cut = self._deadline_cut(status)
+        if cut is None and netted.is_set() and status != cp_model.OPTIMAL:
+            cut = Cut.NET
+        return status, cut
+
+    def _deadline_cut(self, status: int) -> str | None:
+        """DEADLINE when the deadline passed before the search proved its answer (it may have cut it)."""
+        if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID) or not self.past_deadline():
+            return None
+        self.cuts += 1
+        return Cut.DEADLINE

@@ -13,7 +13,10 @@ from ..framework.config import Profile, SchedulerConfig
 @dataclass
 class CpsatOptions:
     window: int = 1000
-    time_limit: float = 10.0  # seconds for the whole run
+    time_limit: float = 10.0  # seconds of search for the whole run (deterministic by default), split over windows
+    # Wall-clock seconds for the whole decision (greedy passes, models, searches, fallbacks), from the start of the
+    # run; once passed, no further search: the windows left take greedy's plan (`window`). None: no deadline.
+    deadline: float | None = None
     workers: int = 2
     seed: int = 0
     objective: str = "default"  # default | pack | balance

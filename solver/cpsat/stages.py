@@ -31,11 +31,17 @@ class _Callback(cp_model.CpSolverSolutionCallback):
 
 @dataclass
 class StageSolve:
-    """One solve of one stage: the solver (for values), its status, and whether the clock's net stopped it."""
+    """One solve of one stage: the solver (for values), its status, and what cut it short (the clock's net or the
+    wall-clock deadline; None: nothing)."""
 
     solver: cp_model.CpSolver
     status: int
-    netted: bool
+    cut: str | None
+
+    @property
+    def netted(self) -> bool:
+        """The search was cut short: its result is not reproducible."""
+        return self.cut is not None
 
     @property
     def ok(self) -> bool:
@@ -49,8 +55,8 @@ class StageSolve:
         """The stage's line in a plan's `stages`: its status and search time (and the net, when it stopped it)."""
         out: dict[str, Any] = {"stage": name, "status": self.solver.status_name(self.status),
                                "seconds": round(self.solver.wall_time, 4)}
-        if self.netted:
-            out["limit"] = "cpu-net"  # stopped by the clock's safety net: this stage is not reproducible
+        if self.cut is not None:
+            out["limit"] = self.cut  # stopped by the clock's net or the deadline: this stage is not reproducible
         return out
 
 
@@ -77,10 +83,10 @@ class StageSolver:
             solver.parameters.interleave_search = False
             solver.parameters.cp_model_presolve = False
         hook = self.on_progress
-        status, netted = self.clock.solve(solver, self.model, _Callback(hook, stage.name) if hook else None)
+        status, cut = self.clock.solve(solver, self.model, _Callback(hook, stage.name) if hook else None)
         if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage.name)
-        return StageSolve(solver, status, netted)
+        return StageSolve(solver, status, cut)
 
     def fix(self, stage: Stage, value: int) -> None:
         """Keep `stage` at `value` (or better) in every later stage."""

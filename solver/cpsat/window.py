@@ -16,6 +16,12 @@ Per window (earlier windows' placements are fixed for later ones):
    reordered pass it started from when that places more than greedy (status FEASIBLE), else greedy's plan:
    status FALLBACK. The chosen plan becomes placements (`assemble`).
 A run of several windows is then held to one greedy run over all its pods (`whole_run`).
+Deadline (`CpsatOptions.deadline`, wall seconds for the whole decision): once it passes, no further search runs
+(a search under way stops there, `clock`), the window under way takes its greedy passes' best plan, every later
+window greedy's plan on the state earlier windows left (status FALLBACK, `"deadline": true`), and the whole-run
+comparison is skipped when one greedy run over every pod would not end in time; the plan's `deadline` field and a
+warning say so. Every plan so chosen is one the window verification accepts (greedy's at worst), and a run the
+deadline never reaches is the deterministic one.
 Deterministic mode (the default): interleaved search and a deterministic time limit, so the same seed and
 input give the same plan whatever the machine's load; `deterministic=False` uses wall-clock limits and a
 parallel portfolio instead.
@@ -68,6 +74,7 @@ class CpsatScheduler:
         self._clock = SearchClock(self.opts.deterministic, self.opts.workers, self.opts.seed)  # what budgets count
         self._greedy = GreedyPasses(index, self.config, self.opts)
         self._reasons = Reasons(index, self._profile)
+        self._greedy_seconds = 0.0  # wall time the windows' greedy passes took (what one greedy run would take)
 
     def run(self) -> Plan:
         started = time.perf_counter()
@@ -84,10 +91,15 @@ class CpsatScheduler:
             pods.append(p)
         windows = cut_windows(self.index, pods, max(1, self.opts.window))
         names = self.index.node_names
+        if self.opts.deadline is not None:
+            self._clock.deadline = started + self.opts.deadline
         for k, wpods in enumerate(windows):
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
             remaining = self.opts.time_limit - spent
-            window, placed, evictions = self.solve_window(wpods, max(0.05, remaining / (len(windows) - k)))
+            if self._clock.past_deadline():
+                window, placed, evictions = self.greedy_window(wpods)
+            else:
+                window, placed, evictions = self.solve_window(wpods, max(0.05, remaining / (len(windows) - k)))
             self._reasons.fill(self.state, placed)
             plan.windows.append(window)
             plan.placements.extend(placed)
@@ -97,19 +109,66 @@ class CpsatScheduler:
             for victim, node, preemptor, violates in evictions:
                 plan.evictions.append(Eviction(victim.key, names[node], preemptor.key, victim.priority, violates))
         plan.warnings.extend(unimplemented_warnings(pods))
+        whole_check = "done"
         if len(windows) > 1:
-            plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods)
+            # one greedy run over every pod takes about what the windows' greedy passes took
+            if self._clock.deadline is not None and time.perf_counter() + self._greedy_seconds > self._clock.deadline:
+                whole_check = "skipped"
+            else:
+                plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods)
         plan.seconds = time.perf_counter() - started
+        self._report_deadline(plan, whole_check if len(windows) > 1 else "not needed")
         return plan
+
+    def _report_deadline(self, plan: Plan, whole_check: str) -> None:
+        """The plan's `deadline` field and warning, when the deadline cut a search or decided a window."""
+        fallback = [k for k, w in enumerate(plan.windows) if w.get("deadline")]
+        cut = [k for k, w in enumerate(plan.windows) if w.get("deadline_cut")]
+        if not fallback and not cut and whole_check != "skipped":
+            return
+        plan.deadline = {"seconds": self.opts.deadline, "fallback_windows": fallback, "cut_windows": cut,
+                         "whole_run_check": whole_check}
+        parts = []
+        if cut:
+            parts.append(f"it cut the search of window(s) {_ranges(cut)} short (their best plan so far, at least "
+                         "greedy's, is kept)")
+        if fallback:
+            parts.append(f"window(s) {_ranges(fallback)} of {len(plan.windows)} take greedy's plan (deadline "
+                         "fallback)")
+        if whole_check == "skipped":
+            parts.append("the run was not compared with one greedy run over all its pods (no time left)")
+        plan.warnings.append(f"the {self.opts.deadline:g} s deadline for the decision passed: " + "; ".join(parts)
+                             + "; this plan is not the deterministic one (rerun with a longer --deadline for it)")
+
+    def greedy_window(self, pods: list[PodInfo]) -> tuple[dict[str, Any], list[Placement], list]:
+        """A window decided after the deadline: greedy's plan (kube's, preemption included) on the state earlier
+        windows left, with no other pass and no model; the state moves on to it."""
+        started = time.perf_counter()
+        preemption = any(self._profile(p).preemption for p in pods)
+        self.state, attempts = self._greedy.run(self.state, pods, preemption=preemption)
+        evictions = [(victim, attempts[p.idx].evicted_from[victim.idx], p, violates) for p in pods
+                     for victim, violates in attempts[p.idx].evictions]
+        placed = attempted(self.index, pods, attempts)
+        seconds = time.perf_counter() - started
+        self._greedy_seconds += seconds
+        return _deadline_window(pods, "FALLBACK", placed, seconds), placed, evictions
 
     def solve_window(self, pods: list[PodInfo], seconds: float) -> tuple[dict[str, Any], list[Placement], list]:
         started = time.perf_counter()
         base = self._greedy.baselines(self.state, pods)
+        self._greedy_seconds += time.perf_counter() - started
+        if self._clock.past_deadline():  # no time for a model: the best greedy pass stands
+            fallback = base.fallback_attempts
+            fb_net = net_vectors(pods, ({i for i, a in fallback.items() if a.node is not None},
+                                        [v.priority for a in fallback.values() for v, _ in a.evictions]))[0]
+            status, placed, evictions = self._greedy_plan(pods, base, fb_net)
+            return _deadline_window(pods, status, placed, time.perf_counter() - started), placed, evictions
         if self.opts.on_progress is not None:  # from here on the window always has a plan as good as greedy's
             n_placed = float(base.greedy_placed)
             self.opts.on_progress(time.perf_counter() - started, n_placed, n_placed, INCUMBENT)
         w = self._setup(pods, base)
         solver = ComponentSolver(self.index, self.state, self._profile, self.opts, self._clock, base.hint_state)
+        cuts = self._clock.cuts
         solved = solver.solve_all(w, seconds if self.opts.deterministic
                                   else max(0.05, seconds - (time.perf_counter() - started)))
         nodes = assign(self.index, w.groups, solved.counts)
@@ -129,6 +188,8 @@ class CpsatScheduler:
                   "seconds": round(time.perf_counter() - started, 4), "stages": solved.stages}
         if measures:
             window["measure"] = measures
+        if self._clock.cuts > cuts:
+            window["deadline_cut"] = True
         return window, placed, evictions
 
     def _setup(self, pods: list[PodInfo], base: Baselines) -> WindowModels:
@@ -195,6 +256,26 @@ class CpsatScheduler:
         evictions = [(victim, chosen[p.idx].evicted_from[victim.idx], p, violates) for p in pods
                      for victim, violates in chosen[p.idx].evictions]
         return status, attempted(self.index, pods, chosen), evictions
+
+
+def _deadline_window(pods: list[PodInfo], status: str, placed: list[Placement], seconds: float) -> dict[str, Any]:
+    """A window the deadline fallback decided: no model, so its objective is the incumbent's (pods placed)."""
+    n_placed = float(sum(1 for p in placed if p.node is not None))
+    return {"pods": len(pods), "groups": 0, "components": 0, "status": status, "objective": n_placed,
+            "bound": n_placed, "greedy_objective": n_placed, "seconds": round(seconds, 4), "stages": [],
+            "deadline": True}
+
+
+def _ranges(ks: list[int]) -> str:
+    """0-based window numbers as 1-based ranges: [0, 1, 2, 5] → '1-3, 6'."""
+    out, start = [], None
+    for i, k in enumerate(ks):
+        if start is None:
+            start = k
+        if i + 1 == len(ks) or ks[i + 1] != k + 1:
+            out.append(f"{start + 1}" if start == k else f"{start + 1}-{k + 1}")
+            start = None
+    return ", ".join(out)
 
 
 def schedule_cpsat(index: ClusterIndex, config: SchedulerConfig | None = None,

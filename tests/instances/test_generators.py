@@ -36,7 +36,7 @@ def bound(snap: ClusterSnapshot):
 def test_list_workloads_names_every_generator():
     names = list_workloads()
     expected = {*PERF, "dcm", "fragmentation", "spread-zones", "priority-overload", "openb", "vbp", "volumes",
-                "preferred-affinity", "corners", "preemption-pdb", "gangs", "fragmented-moves"}
+                "preferred-affinity", "corners", "preemption-pdb", "gangs", "fragmented-moves", "scale"}
     assert set(names) == expected
     assert all(isinstance(d, str) and d and "\n" not in d for d in names.values())
 
@@ -254,7 +254,8 @@ def test_deterministic_per_seed(name):
 
 
 def test_unknown_workload_lists_valid_names():
-    with pytest.raises(InputError, match=r"unknown workload 'nope' \(valid: perf-basic,.*vbp, volumes, corners\)"):
+    with pytest.raises(InputError,
+                       match=r"unknown workload 'nope' \(valid: perf-basic,.*vbp, volumes, corners, scale\)"):
         generate("nope", nodes=None, pods=None, seed=0, params={})
 
 

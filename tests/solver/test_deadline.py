@@ -1,0 +1,136 @@
+"""The wall-clock deadline for a whole CP-SAT decision: once it passes, no further search runs and the windows left
+take greedy's plan; the plan is verified, places at least what greedy places per priority, and says so."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from click.testing import CliRunner
+from kplace.models.index import ClusterIndex
+from kplace.solver.cli import main
+from kplace.solver.cpsat import CpsatOptions, schedule_cpsat
+from kplace.solver.cpsat.clock import Cut, SearchClock
+from kplace.solver.cpsat.ranking import lex_less, net_vectors
+from kplace.solver.framework.config import default_config
+from kplace.solver.greedy import schedule_greedy
+from kplace.solver.testing import build_snapshot, node, pod
+from kplace.solver.verify import verify_plan
+
+HOST = "kubernetes.io/hostname"
+
+
+def _state(n_nodes: int = 12, n_pods: int = 60) -> ClusterIndex:
+    """Replica groups with hostname anti-affinity and uneven requests on uneven nodes, in several windows."""
+    nodes = [node(f"n{i:02d}", cpu=str(2 + i % 3), memory="8Gi") for i in range(n_nodes)]
+    pods = []
+    for i in range(n_pods):
+        app = f"a{i % 6}"
+        spec = None
+        if i % 6 < 3:
+            spec = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": HOST}]}}}
+        pods.append(pod(f"p{i:03d}", cpu=f"{250 + 150 * (i % 4)}m", labels={"app": app}, spec=spec))
+    return ClusterIndex(build_snapshot(nodes + pods))
+
+
+def _net(index: ClusterIndex, plan):
+    pods = index.pending
+    placed = {index.pod_by_key[p.pod].idx for p in plan.placements if p.node}
+    return net_vectors(pods, (placed, [e.priority for e in plan.evictions]))[0]
+
+
+def test_a_deadline_passed_before_the_first_window_gives_greedys_plan_verified_and_says_so():
+    index = _state()
+    plan = schedule_cpsat(index, default_config(), CpsatOptions(window=10, time_limit=5, deadline=0.0))
+    greedy = schedule_greedy(index, default_config())
+    assert verify_plan(index, plan) == []
+    assert plan.assignment() == greedy.assignment()
+    assert plan.deadline["fallback_windows"] == list(range(len(plan.windows)))
+    assert all(w["status"] == "FALLBACK" and w["deadline"] for w in plan.windows)
+    assert any("deadline" in w and "greedy's plan" in w for w in plan.warnings)
+    assert "deadline" in plan.to_dict()
+
+
+def test_a_deadline_passing_after_the_first_window_leaves_that_windows_search_and_greedy_for_the_rest(monkeypatch):
+    """The wall clock jumps far ahead once window 1 is decided: windows 2.. are the deadline fallback."""
+    index = _state()
+    jump = [0.0]
+    real = time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
+
+    def on_window(done, total, placed, decided):
+        jump[0] = 1e6
+
+    opts = CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window)
+    plan = schedule_cpsat(index, default_config(), opts)
+    greedy = schedule_greedy(index, default_config())
+    assert verify_plan(index, plan) == []
+    assert not lex_less(_net(index, plan), _net(index, greedy))
+    assert plan.deadline["fallback_windows"] == list(range(1, len(plan.windows)))
+    assert plan.deadline["whole_run_check"] == "skipped"
+    assert not plan.windows[0].get("deadline")
+
+
+def test_a_run_the_deadline_never_reaches_is_the_deterministic_plan():
+    index = _state()
+    base = schedule_cpsat(index, default_config(), CpsatOptions(window=20, time_limit=1))
+    timed = schedule_cpsat(index, default_config(), CpsatOptions(window=20, time_limit=1, deadline=600.0))
+    assert timed.assignment() == base.assignment()
+    assert timed.deadline is None and base.deadline is None
+
+
+def test_a_long_deterministic_budget_still_ends_near_a_short_deadline():
+    """60 deterministic seconds of search asked, a 2 s wall deadline: the decision ends within about it (the last
+    greedy windows and the assembly after it), and a run that ends without a deadline report ended before it."""
+    index = _state(60, 600)
+    started = time.perf_counter()
+    plan = schedule_cpsat(index, default_config(), CpsatOptions(window=100, time_limit=60, deadline=2.0))
+    elapsed = time.perf_counter() - started
+    assert verify_plan(index, plan) == []
+    assert elapsed < 2.0 + 2.0, elapsed
+    assert plan.deadline is not None or elapsed < 2.0
+    if plan.deadline is not None:
+        assert plan.deadline["cut_windows"] or plan.deadline["fallback_windows"]
+
+
+def _hard_model():
+    from ortools.sat.python import cp_model
+
+    m, n = cp_model.CpModel(), 40
+    x = [[m.new_bool_var(f"x{i}_{j}") for j in range(n)] for i in range(n)]
+    for i in range(n):
+        m.add_exactly_one(x[i])
+        m.add_exactly_one(x[j][i] for j in range(n))
+    terms = []
+    for i in range(n - 1):
+        for j in range(n):
+            b = m.new_bool_var("")
+            m.add_multiplication_equality(b, [x[i][j], x[i + 1][(j * 7 + 3) % n]])
+            terms.append(((i * 31 + j * 17) % 97) * b)
+    m.maximize(sum(terms))
+    return m
+
+
+def test_a_search_running_when_the_deadline_passes_stops_there_and_says_the_deadline_cut_it():
+    clock = SearchClock(deadline=time.perf_counter() + 0.5)
+    started = time.perf_counter()
+    _, cut = clock.solve(clock.solver(1000.0), _hard_model())
+    assert cut == Cut.DEADLINE and clock.cuts == 1
+    assert time.perf_counter() - started < 2.0
+
+
+def test_schedule_reports_the_deadline_in_its_json_and_its_table(tmp_path):
+    index_items = [node(f"n{i}", cpu="4") for i in range(4)] + [pod(f"p{i}", cpu="500m") for i in range(12)]
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": index_items}))
+    runner = CliRunner()
+    out = runner.invoke(main, ["schedule", str(state), "--window", "4", "--deadline", "0.000001", "-o", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["deadline"]["fallback_windows"] == [0, 1, 2]
+    assert data["summary"]["placed"] == 12
+    table = runner.invoke(main, ["schedule", str(state), "--window", "4", "--deadline", "0.000001"])
+    assert "deadline" in table.output and "greedy's plan" in table.output
+    none = runner.invoke(main, ["schedule", str(state), "--window", "4", "--deadline", "0", "-o", "json"])
+    assert "deadline" not in json.loads(none.stdout)
