@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+DEADLINE_SLACK = 0.05  # seconds
 CPU_NET = (10.0, 5.0)  # CPU seconds per deterministic second and worker, and a constant
 
 
@@ -98,8 +99,10 @@ class SearchClock:
         return status, cut
 
     def _deadline_cut(self, status: int) -> str | None:
-        """DEADLINE when the deadline passed before the search proved its answer (it may have cut it)."""
-        if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID) or not self.past_deadline():
+        """DEADLINE when the deadline passed, or is within DEADLINE_SLACK (CP-SAT's wall limit, set from it, can end a
+        search a little before it), before the search proved its answer (it may have cut it)."""
+        near = self.deadline is not None and time.perf_counter() >= self.deadline - DEADLINE_SLACK
+        if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID) or not near:
             return None
         self.cuts += 1
         return Cut.DEADLINE

@@ -113,9 +113,10 @@ def _hard_model():
 
 
 def test_a_search_running_when_the_deadline_passes_stops_there_and_says_the_deadline_cut_it():
+    model = _hard_model()
     clock = SearchClock(deadline=time.perf_counter() + 0.5)
     started = time.perf_counter()
-    _, cut = clock.solve(clock.solver(1000.0), _hard_model())
+    _, cut = clock.solve(clock.solver(1000.0), model)
     assert cut == Cut.DEADLINE and clock.cuts == 1
     assert time.perf_counter() - started < 2.0
 
