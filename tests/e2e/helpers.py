@@ -233,3 +233,27 @@ class TcpProxy:
 
     def close(self) -> None:
         self.refuse()
+
+
+def nodes_and_namespace(api, nodes: list[str], tag: str):
+    """Generator for a fixture: simulated nodes labelled e2e=TAG and the namespace e2e-TAG, only for one test;
+    afterwards the namespace is deleted, its pods are gone, then the nodes, and it waits until both are gone so the
+    next test can make them again."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    for name in nodes:
+        create(api, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+            "testcluster.kplace.io/simulated": "true", "kubernetes.io/hostname": name, "e2e": tag}}})
+    wait_for(lambda: all(not n["spec"].get("taints") and n["status"].get("allocatable")
+                         for n in get(api, "/api/v1/nodes")["items"] if n["metadata"]["name"] in nodes),
+             "the new nodes to be Ready and untainted")
+    ns = namespace(api, f"e2e-{tag}")
+    yield ns
+    core.delete_namespace(ns)
+    wait_for(lambda: not pods(api, ns), "the namespace's pods to be gone")
+    for name in nodes:
+        core.delete_node(name)
+    wait_for(lambda: ns not in {n["metadata"]["name"] for n in get(api, "/api/v1/namespaces")["items"]}
+             and not {n["metadata"]["name"] for n in get(api, "/api/v1/nodes")["items"]} & set(nodes),
+             "the namespace and the nodes to be deleted")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .helpers import DEPLOY, create, deployment, get, namespace, pods, running_and_ready, wait_for
+from .helpers import DEPLOY, create, deployment, get, nodes_and_namespace, pods, running_and_ready, wait_for
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make certificates")]
@@ -63,24 +63,7 @@ def scheduler_kubeconfig(api, cluster_dir) -> str:
 def extender_namespace(api):
     """Three more simulated nodes and a namespace, only for this test (its pods select the nodes with
     e2e=extender); afterwards both are deleted and the fixture waits until they are gone."""
-    from kubernetes import client
-
-    core = client.CoreV1Api(api)
-    for name in NODES:
-        create(api, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-            "testcluster.kplace.io/simulated": "true", "kubernetes.io/hostname": name, "e2e": "extender"}}})
-    wait_for(lambda: all(not n["spec"].get("taints") and n["status"].get("allocatable")
-                         for n in get(api, "/api/v1/nodes")["items"] if n["metadata"]["name"] in NODES),
-             "the new nodes to be Ready and untainted")
-    ns = namespace(api, "e2e-extender")
-    yield ns
-    core.delete_namespace(ns)
-    wait_for(lambda: not pods(api, ns), "the namespace's pods to be gone")
-    for name in NODES:
-        core.delete_node(name)
-    wait_for(lambda: ns not in {n["metadata"]["name"] for n in get(api, "/api/v1/namespaces")["items"]}
-             and not {n["metadata"]["name"] for n in get(api, "/api/v1/nodes")["items"]} & set(NODES),
-             "the namespace and the nodes to be deleted")
+    yield from nodes_and_namespace(api, NODES, "extender")
 
 
 def _certificates(tmp: Path) -> dict[str, str]:

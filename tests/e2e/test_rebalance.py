@@ -10,7 +10,17 @@ import pytest
 from click.testing import CliRunner
 from kplace.solver.cli import main
 
-from .helpers import bind, create, deployment, get, kplace_profile, namespace, pods, running_and_ready, wait_for
+from .helpers import (
+    bind,
+    create,
+    deployment,
+    get,
+    kplace_profile,
+    nodes_and_namespace,
+    pods,
+    running_and_ready,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow  # each session starts a control plane: CI's run (--slow), not the fast one
 
@@ -22,24 +32,7 @@ def rebalance_namespace(api):
     """Four more simulated nodes and a namespace, only for this test (its pods select the nodes with
     e2e=rebalance); afterwards the namespace is deleted, its pods are gone, then the nodes, and the fixture waits
     until both are gone so the next test can make them again."""
-    from kubernetes import client
-
-    core = client.CoreV1Api(api)
-    for name in NODES:
-        create(api, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-            "testcluster.kplace.io/simulated": "true", "kubernetes.io/hostname": name, "e2e": "rebalance"}}})
-    wait_for(lambda: all(not n["spec"].get("taints") and n["status"].get("allocatable")
-                         for n in get(api, "/api/v1/nodes")["items"] if n["metadata"]["name"] in NODES),
-             "the new nodes to be Ready and untainted")
-    ns = namespace(api, "e2e-rebalance")
-    yield ns
-    core.delete_namespace(ns)
-    wait_for(lambda: not pods(api, ns), "the namespace's pods to be gone")
-    for name in NODES:
-        core.delete_node(name)
-    wait_for(lambda: ns not in {n["metadata"]["name"] for n in get(api, "/api/v1/namespaces")["items"]}
-             and not {n["metadata"]["name"] for n in get(api, "/api/v1/nodes")["items"]} & set(NODES),
-             "the namespace and the nodes to be deleted")
+    yield from nodes_and_namespace(api, NODES, "rebalance")
 
 
 def _spread_web_under_a_pdb(api, ns: str) -> list[str]:
