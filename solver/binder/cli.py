@@ -76,7 +76,7 @@ def export(kubeconfig, context, output, out_file, page_size):
 @click.option("--window", type=click.IntRange(min=1), default=100, show_default=True,
               help="At most this many pods per window, in queue order.")
 @click.option("--time-limit", type=click.FloatRange(min=0.05), default=5.0, show_default=True,
-              help="CP-SAT seconds per window.")
+              help="CP-SAT seconds for a full window; a window of k pods gets its k/--window share (at least 0.5).")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
 @CONFIG_OPT
 @click.option("--port", type=click.IntRange(min=0, max=65535), default=10251, show_default=True,

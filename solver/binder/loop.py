@@ -4,7 +4,9 @@ Nodes and pods are listed, then watched from the list's resourceVersion (re-list
 client-go's reflector does); the other kinds the scheduler reads are re-listed every `resync` seconds.
 Pending pods whose `spec.schedulerName` is ours, not gated and not backing off, are taken in queue order in
 windows of up to `window` pods; each window is decided (`solver.schedule.decide`: engine, then the verifier)
-and committed through the API (`binder.commit_api`). A bound pod is *assumed* on its node until the watch
+and committed through the API (`binder.commit_api`). CP-SAT's `time_limit` is for a full window: a window of k
+pods gets its k/`window` share, at least MIN_WINDOW_SECONDS (`window_budget`), so the first few pods of a burst
+do not hold the rest of it back for a whole time limit. A bound pod is *assumed* on its node until the watch
 shows it bound, as kube-scheduler's cache does. Pods left unplaced or whose binding failed are re-queued
 with kube's backoff: 1 s, doubling per attempt, at most 10 s.
 
@@ -79,6 +81,16 @@ class RunOptions:
     sync_timeout: float = 60.0
     config_path: str | None = None
     leader_election: LeaderElectionOptions | None = None  # None: no election, this replica always binds
+
+
+MIN_WINDOW_SECONDS = 0.5  # CP-SAT budget of the smallest window (capped by time_limit)
+
+
+def window_budget(pods: int, options: RunOptions) -> float:
+    """CP-SAT seconds for a window of `pods` pods: time_limit · pods / window, at least MIN_WINDOW_SECONDS (and
+    never more than time_limit)."""
+    share = options.time_limit * min(pods, options.window) / max(options.window, 1)
+    return min(options.time_limit, max(share, MIN_WINDOW_SECONDS))
 
 
 PROBE_INTERVAL = 5.0  # seconds between API server probes (GET /version)
@@ -521,7 +533,7 @@ class Runner:
                 if self.opts.engine == "cpsat":
                     from kplace.solver.cpsat import CpsatOptions
 
-                    opts = CpsatOptions(window=self.opts.window, time_limit=self.opts.time_limit,
+                    opts = CpsatOptions(window=self.opts.window, time_limit=window_budget(len(uids), self.opts),
                                         workers=self.opts.workers)
                 plan = decide(index, self.config, self.opts.engine, cpsat_options=opts)
             except Exception as exc:  # a window that cannot be decided backs its pods off; the loop goes on

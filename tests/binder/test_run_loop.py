@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from kplace.solver.binder.loop import Runner, RunOptions, backoff_seconds
+from kplace.solver.binder.loop import Runner, RunOptions, backoff_seconds, window_budget
 from kplace.solver.testing import node, pod
 
 OURS = {"schedulerName": "kplace"}
@@ -115,6 +115,31 @@ def test_healthz_and_metrics_are_served(fake_api):
     finally:
         runner.stop()
         thread.join(15)
+
+
+def test_a_window_gets_its_share_of_the_time_limit_by_pods_at_least_half_a_second():
+    opts = RunOptions(window=100, time_limit=5.0)
+    assert [window_budget(n, opts) for n in (1, 5, 10, 50, 100, 250)] == [0.5, 0.5, 0.5, 2.5, 5.0, 5.0]
+    assert window_budget(1, RunOptions(window=100, time_limit=0.2)) == 0.2  # never more than the limit
+
+
+def test_cpsat_windows_are_decided_with_their_pods_share_of_the_time_limit(fake_api, monkeypatch):
+    """Under churn the first pods of a burst come as a small window: it must not take a full window's budget while
+    the rest of the burst waits behind it."""
+    api = fake_api([node("a", cpu="8"), node("b", cpu="8"), *(pod(f"p{i}", cpu="100m", spec=OURS) for i in range(5))])
+    from kplace.solver import schedule
+
+    real, limits = schedule.decide, []
+
+    def recording_decide(index, config, engine, **kwargs):
+        limits.append((len(index.pending), kwargs["cpsat_options"].time_limit))
+        return real(index, config, engine, **kwargs)
+
+    monkeypatch.setattr(schedule, "decide", recording_decide)
+    runner = Runner(api.kubeconfig_path, None, _opts(engine="cpsat", window=4, time_limit=4.0, max_windows=2))
+    assert runner.run() == 2
+    assert limits == [(4, 4.0), (1, 1.0)]
+    assert all(_bound(api, f"p{i}") for i in range(5))
 
 
 def test_stopping_while_a_window_is_decided_abandons_it_and_sends_nothing(fake_api, monkeypatch):

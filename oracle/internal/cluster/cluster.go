@@ -73,6 +73,9 @@ func Serve(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// client-go's default limit (5 requests/s, bursts of 10) is a kubelet's, for one node: the simulated kubelet
+	// speaks for every node, so it gets a limit that covers a few hundred nodes' leases and pod updates.
+	cfg.QPS, cfg.Burst = 500, 1000
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

@@ -32,9 +32,14 @@ type NodeShape struct {
 	CPU, Memory, Pods string
 }
 
-// Kubelet stands in for the kubelets of the simulated nodes, with no containers: it keeps each node Ready (status
-// heartbeat and a kube-node-lease Lease renewed every LeaseRenew), turns the pods bound to it Running and Ready,
-// and finishes their graceful deletion at once, as a kubelet does once the containers are gone.
+// StatusReport is how often an unchanged Ready condition is reported again (kubelet's nodeStatusReportFrequency,
+// 5 minutes): between reports, the Lease alone tells the node-lifecycle controller that the node is alive.
+const StatusReport = 5 * time.Minute
+
+// Kubelet stands in for the kubelets of the simulated nodes, with no containers: it keeps each node Ready (a
+// kube-node-lease Lease renewed every LeaseRenew, the Ready condition's heartbeat every StatusReport), turns the
+// pods bound to it Running and Ready, and finishes their graceful deletion at once, as a kubelet does once the
+// containers are gone.
 type Kubelet struct {
 	Client     kubernetes.Interface
 	Shape      NodeShape
@@ -98,6 +103,7 @@ func (k *Kubelet) Run(ctx context.Context) {
 	_, _ = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueuePod,
 		UpdateFunc: func(_, obj any) { enqueuePod(obj) },
+		DeleteFunc: k.forget,
 	})
 	nodeFactory.Start(ctx.Done())
 	podFactory.Start(ctx.Done())
@@ -218,7 +224,9 @@ func setNodeConditions(node *corev1.Node, now metav1.Time) {
 	}
 }
 
-// heartbeat renews every simulated node's Lease and refreshes its Ready condition.
+// heartbeat renews every simulated node's Lease, and refreshes its Ready condition when the last report is
+// StatusReport old (or the node is not Ready), as a kubelet does: a status write per node every 10 s would make
+// every node watcher (the schedulers among them) read each node's whole object again and again.
 func (k *Kubelet) heartbeat(ctx context.Context) {
 	nodes, err := k.nodes.List(labels.Everything())
 	if err != nil {
@@ -227,6 +235,9 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 	for _, node := range nodes {
 		if err := k.renewLease(ctx, node); err != nil && ctx.Err() == nil {
 			klog.V(2).InfoS("simulated kubelet: lease", "node", node.Name, "err", err)
+		}
+		if nodeReady(node) && time.Since(readyHeartbeat(node)) < StatusReport-k.LeaseRenew/2 {
+			continue
 		}
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			fresh, err := k.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
@@ -241,6 +252,16 @@ func (k *Kubelet) heartbeat(ctx context.Context) {
 			klog.V(2).InfoS("simulated kubelet: node status", "node", node.Name, "err", err)
 		}
 	}
+}
+
+// readyHeartbeat is the Ready condition's last heartbeat (the zero time without one).
+func readyHeartbeat(node *corev1.Node) time.Time {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.LastHeartbeatTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 func (k *Kubelet) renewLease(ctx context.Context, node *corev1.Node) error {
@@ -332,6 +353,18 @@ func setPodCondition(pod *corev1.Pod, t corev1.PodConditionType, now metav1.Time
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions,
 		corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+}
+
+// forget drops a deleted pod's IP.
+func (k *Kubelet) forget(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		k.mu.Lock()
+		delete(k.ips, string(pod.UID))
+		k.mu.Unlock()
+	}
 }
 
 // podIP gives each pod its own address in 10.244.0.0/16, stable while the process runs.
