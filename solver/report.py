@@ -42,16 +42,16 @@ def render_plan(plan: Plan, limit: int = 50, wide: bool = False) -> None:
             t.add_column(c, justify="left" if c == "status" else "right")
         for i, w in enumerate(plan.windows):
             obj, bound, greedy = w["objective"], w["bound"], w["greedy_objective"]
-            fallback = w["status"] == "FALLBACK"
-            gap = "-" if fallback else f"{abs(bound - obj) / max(1.0, abs(bound)):.2%}"
-            delta = "-" if fallback else f"{obj - greedy:+g}"
+            no_model = w["status"] == "FALLBACK" or bound is None  # greedy's plan, or no model (the deadline)
+            gap = "-" if no_model else f"{abs(bound - obj) / max(1.0, abs(bound)):.2%}"
+            delta = "-" if no_model else f"{obj - greedy:+g}"
             m = w.get("measure")
             measure = f"{m['cpsat']:,}" if m else "-"
             m_delta = f"{m['cpsat'] - m['greedy']:+,}" if m else "-"
             stage = _objective_stage(w)
             status = w["status"] + (" (deadline)" if w.get("deadline") else "")
             t.add_row(str(i), str(w["pods"]), str(w["groups"]), str(w["components"]), status,
-                      "-" if w.get("deadline") else f"{obj:g}" + (f" ({stage})" if stage and not fallback else ""),
+                      "-" if obj is None else f"{obj:g}" + (f" ({stage})" if stage and not no_model else ""),
                       delta, gap, measure, m_delta,
                       f"{w['seconds']:.2f}")
         console.print(t)

@@ -274,12 +274,16 @@ def score_metrics(index: ClusterIndex, config: SchedulerConfig, state: ClusterSt
 def solver_metrics(plan: Plan) -> dict[str, Any] | None:
     """CP-SAT's objective, proven bound and gap (summed over windows, final stage: the score, or the goal with
     the score), the placed stage's objective and bound (weighted by priority level as the model is; in pods
-    when every window pod has one priority), and the window statuses. None for a greedy plan."""
+    when every window pod has one priority), and the window statuses. None for a greedy plan. Windows the deadline
+    decided without a model have no objective or bound: the sums are over the others (`unmodelled` counts them),
+    and the run has no bound or gap then (None)."""
     if not plan.windows:
         return None
-    obj = sum(float(w.get("objective", 0)) for w in plan.windows)
-    bound = sum(float(w.get("bound", 0)) for w in plan.windows)
-    greedy = sum(float(w.get("greedy_objective", 0)) for w in plan.windows)
+    modelled = [w for w in plan.windows if w.get("bound") is not None]
+    unmodelled = len(plan.windows) - len(modelled)
+    obj = sum(float(w.get("objective", 0)) for w in modelled)
+    bound = sum(float(w["bound"]) for w in modelled)
+    greedy = sum(float(w.get("greedy_objective", 0)) for w in modelled)
     statuses = Counter(w.get("status", "?") for w in plan.windows)
     placed_obj = placed_bound = 0.0
     for w in plan.windows:
@@ -289,8 +293,8 @@ def solver_metrics(plan: Plan) -> dict[str, Any] | None:
         placed_obj += o
         placed_bound += b
     return {
-        "objective": obj, "bound": bound, "greedy_objective": greedy,
-        "gap": round(abs(bound - obj) / max(1.0, abs(bound)), 6),
+        "objective": obj, "bound": None if unmodelled else bound, "greedy_objective": greedy,
+        "gap": None if unmodelled else round(abs(bound - obj) / max(1.0, abs(bound)), 6), "unmodelled": unmodelled,
         "placed_objective": placed_obj, "placed_bound": placed_bound,
         "windows": len(plan.windows), "statuses": dict(sorted(statuses.items())),
     }

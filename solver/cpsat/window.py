@@ -259,11 +259,10 @@ class CpsatScheduler:
 
 
 def _deadline_window(pods: list[PodInfo], status: str, placed: list[Placement], seconds: float) -> dict[str, Any]:
-    """A window the deadline fallback decided: no model, so its objective is the incumbent's (pods placed)."""
-    n_placed = float(sum(1 for p in placed if p.node is not None))
-    return {"pods": len(pods), "groups": 0, "components": 0, "status": status, "objective": n_placed,
-            "bound": n_placed, "greedy_objective": n_placed, "seconds": round(seconds, 4), "stages": [],
-            "deadline": True}
+    """A window the deadline fallback decided: no model, so it has no objective and no bound (None, never a bound
+    the search did not prove)."""
+    return {"pods": len(pods), "groups": 0, "components": 0, "status": status, "objective": None, "bound": None,
+            "greedy_objective": None, "seconds": round(seconds, 4), "stages": [], "deadline": True}
 
 
 def _ranges(ks: list[int]) -> str:

@@ -130,8 +130,19 @@ def test_schedule_reports_the_deadline_in_its_json_and_its_table(tmp_path):
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert data["deadline"]["fallback_windows"] == [0, 1, 2]
+    assert all(w["bound"] is None and w["objective"] is None for w in data["windows"])  # no model, no bound
     assert data["summary"]["placed"] == 12
     table = runner.invoke(main, ["schedule", str(state), "--window", "4", "--deadline", "0.000001"])
     assert "deadline" in table.output and "greedy's plan" in table.output
     none = runner.invoke(main, ["schedule", str(state), "--window", "4", "--deadline", "0", "-o", "json"])
     assert "deadline" not in json.loads(none.stdout)
+
+
+def test_a_run_the_deadline_decided_without_a_model_reports_no_bound_and_no_gap():
+    from kplace.solver.compare.metrics import solver_metrics
+
+    index = _state()
+    plan = schedule_cpsat(index, default_config(), CpsatOptions(window=20, time_limit=5, deadline=0.0))
+    s = solver_metrics(plan)
+    assert s["unmodelled"] == len(plan.windows) and s["bound"] is None and s["gap"] is None
+
