@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-DEADLINE_SLACK = 0.05  # seconds
 CPU_NET = (10.0, 5.0)  # CPU seconds per deterministic second and worker, and a constant
 
 
@@ -58,9 +57,12 @@ class SearchClock:
             p.max_deterministic_time = seconds
         else:
             p.max_time_in_seconds = seconds
+        # the deadline's wall limit, when it is the search's tightest (always, in deterministic mode: its only one)
+        solver.deadline_limited = False
         if self.deadline is not None:
             left = max(0.0, self.deadline - time.perf_counter())
-            p.max_time_in_seconds = min(p.max_time_in_seconds, left) if not self.deterministic else left
+            solver.deadline_limited = self.deterministic or left < p.max_time_in_seconds
+            p.max_time_in_seconds = left if solver.deadline_limited else p.max_time_in_seconds
         return solver
 
     def past_deadline(self) -> bool:
@@ -73,7 +75,7 @@ class SearchClock:
         thread runs beside it."""
         if not self.deterministic:
             status = solver.solve(model, callback)
-            return status, self._deadline_cut(status)
+            return status, self._deadline_cut(solver, status)
         p = solver.parameters
         limit = time.process_time() + CPU_NET[0] * p.max_deterministic_time * p.num_workers + CPU_NET[1]
         done, netted = threading.Event(), threading.Event()
@@ -93,16 +95,18 @@ class SearchClock:
             done.set()
             watchdog.join()
         self.searched += solver.response_proto.deterministic_time
-        cut = self._deadline_cut(status)
-        if cut is None and netted.is_set() and status != cp_model.OPTIMAL:
-            cut = Cut.NET
-        return status, cut
+        if netted.is_set() and status != cp_model.OPTIMAL:
+            return status, Cut.NET
+        return status, self._deadline_cut(solver, status)
 
-    def _deadline_cut(self, status: int) -> str | None:
-        """DEADLINE when the deadline passed, or is within DEADLINE_SLACK (CP-SAT's wall limit, set from it, can end a
-        search a little before it), before the search proved its answer (it may have cut it)."""
-        near = self.deadline is not None and time.perf_counter() >= self.deadline - DEADLINE_SLACK
-        if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID) or not near:
+    def _deadline_cut(self, solver: cp_model.CpSolver, status: int) -> str | None:
+        """DEADLINE when the search ended unproven and its wall limit was the deadline's: in deterministic mode, it
+        stopped before its deterministic limit (the wall limit, the deadline's, stopped it; a search the net stopped
+        is not asked); otherwise whenever the deadline's limit was the tighter one."""
+        if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID) or not solver.deadline_limited:
+            return None
+        p = solver.parameters
+        if self.deterministic and solver.response_proto.deterministic_time >= p.max_deterministic_time:
             return None
         self.cuts += 1
         return Cut.DEADLINE
