@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from common import machine, replace_section, write_json
+from common import machine, replace_section, save_figure, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -200,9 +200,7 @@ def plot(rows: list[dict]) -> None:
         ax.set_ylabel("victims (median)")
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
-    IMG.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(IMG.with_suffix(".tmp.png"), dpi=110)
-    IMG.with_suffix(".tmp.png").replace(IMG)
+    save_figure(fig, IMG)
 
 
 def main() -> int:

@@ -37,7 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import machine, replace_section, write_json
+from common import machine, replace_section, save_figure, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
@@ -473,9 +473,7 @@ def plot(results: list[dict]) -> None:
     b.set_ylabel("fraction of pods")
     b.legend(fontsize=8)
     fig.tight_layout()
-    IMG.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(IMG.with_suffix(".tmp.png"), dpi=110)
-    IMG.with_suffix(".tmp.png").replace(IMG)
+    save_figure(fig, IMG)
 
 
 def main() -> int:

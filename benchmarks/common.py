@@ -38,6 +38,14 @@ def write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def save_figure(fig, path: Path, dpi: int = 110) -> None:
+    """Save a matplotlib figure to `path` through a temporary file, so the image is never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=dpi)
+    tmp.replace(path)
+
+
 def write_json(path: Path, data) -> None:
     import json
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,15 +40,16 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~mask
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write to a temporary file beside `path`, fsync, then rename over it (with the permissions the file has, or
-    would get from the umask: the temporary file's own 0600 never shows)."""
+@contextlib.contextmanager
+def _atomic_file(path: str | Path, buffering: int = -1) -> Iterator[IO[str]]:
+    """A text file written beside `path`, fsynced, then renamed over it (with the permissions the file has, or would
+    get from the umask: the temporary file's own 0600 never shows); removed if the writing fails."""
     path = Path(path)
     mode = _mode_for(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "w", encoding="utf-8", buffering=buffering) as fh:
+            yield fh
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
@@ -55,6 +57,12 @@ def write_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write `text` to `path` atomically (`_atomic_file`)."""
+    with _atomic_file(path) as fh:
+        fh.write(text)
 
 
 def write_list(fh: IO[str], items: Iterable[dict], annotations: dict[str, str]) -> Counter:
@@ -77,21 +85,9 @@ def write_list(fh: IO[str], items: Iterable[dict], annotations: dict[str, str]) 
 
 
 def write_list_atomic(path: str | Path, items: Iterable[dict], annotations: dict[str, str]) -> Counter:
-    """`write_list` into a temporary file beside `path`, fsync, then rename over it (as `write_atomic`)."""
-    path = Path(path)
-    mode = _mode_for(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", buffering=1 << 20) as fh:
-            kinds = write_list(fh, items, annotations)
-            fh.flush()
-            os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return kinds
+    """`write_list` into `path` atomically (`_atomic_file`)."""
+    with _atomic_file(path, buffering=1 << 20) as fh:
+        return write_list(fh, items, annotations)
 
 
 def quiet_broken_pipe() -> None:

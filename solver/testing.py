@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from kplace.models.index import ClusterIndex
@@ -100,3 +101,42 @@ def assert_filter(result, want, reasons: dict) -> None:
     assert [Code(c) for c in result.code] == want
     for i, code in enumerate(want):
         assert result.reasons_of(i) == reasons.get(code, [])
+
+
+def hard_model():
+    """A CP-SAT model not proven optimal in seconds: an assignment with pairwise products in the objective."""
+    from ortools.sat.python import cp_model
+
+    m, n = cp_model.CpModel(), 40
+    x = [[m.new_bool_var(f"x{i}_{j}") for j in range(n)] for i in range(n)]
+    for i in range(n):
+        m.add_exactly_one(x[i])
+        m.add_exactly_one(x[j][i] for j in range(n))
+    terms = []
+    for i in range(n - 1):
+        for j in range(n):
+            b = m.new_bool_var("")
+            m.add_multiplication_equality(b, [x[i][j], x[i + 1][(j * 7 + 3) % n]])
+            terms.append(((i * 31 + j * 17) % 97) * b)
+    m.maximize(sum(terms))
+    return m
+
+
+def make_certificates(tmp, server: str = "server", client: str = "client") -> None:
+    """With openssl, in directory `tmp`: a CA (ca.crt, ca.key), SERVER.crt/.key for 127.0.0.1 and CLIENT.crt/.key
+    for client authentication as kube-scheduler, both signed by the CA."""
+    import subprocess
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca",
+        "-keyout", f"{tmp}/ca.key", "-out", f"{tmp}/ca.crt")
+    for who, cn, ext in ((server, "127.0.0.1", "subjectAltName=IP:127.0.0.1\n"),
+                         (client, "kube-scheduler", "extendedKeyUsage=clientAuth\n")):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}", "-keyout", f"{tmp}/{who}.key",
+            "-out", f"{tmp}/{who}.csr")
+        Path(f"{tmp}/{who}.ext").write_text(ext)
+        run("x509", "-req", "-in", f"{tmp}/{who}.csr", "-CA", f"{tmp}/ca.crt", "-CAkey", f"{tmp}/ca.key",
+            "-CAcreateserial", "-days", "1", "-out", f"{tmp}/{who}.crt", "-extfile", f"{tmp}/{who}.ext")
+

@@ -8,7 +8,6 @@ import json
 import shutil
 import socket
 import ssl
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -18,7 +17,7 @@ from kplace.solver.binder.extender import MAX_BODY, Extender, ExtenderOptions, E
 from kplace.solver.binder.kube import new_client
 from kplace.solver.cli import main
 from kplace.solver.framework.config import default_config
-from kplace.solver.testing import build_snapshot, node, pod
+from kplace.solver.testing import build_snapshot, make_certificates, node, pod
 
 OPENSSL = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make certificates")
 
@@ -136,24 +135,9 @@ def test_with_a_token_every_post_needs_the_bearer_header(extender_server):
     assert _request(srv, "/filter", args, headers={"Authorization": "Bearer s3cret"})[0] == 200
 
 
-def _ca_and_certs(tmp):
-    def run(*args):
-        subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca",
-        "-keyout", f"{tmp}/ca.key", "-out", f"{tmp}/ca.crt")
-    for who, cn in (("server", "127.0.0.1"), ("client", "kube-scheduler")):
-        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}", "-keyout", f"{tmp}/{who}.key",
-            "-out", f"{tmp}/{who}.csr")
-        ext = tmp / f"{who}.ext"
-        ext.write_text("subjectAltName=IP:127.0.0.1\n" if who == "server" else "extendedKeyUsage=clientAuth\n")
-        run("x509", "-req", "-in", f"{tmp}/{who}.csr", "-CA", f"{tmp}/ca.crt", "-CAkey", f"{tmp}/ca.key",
-            "-CAcreateserial", "-days", "1", "-out", f"{tmp}/{who}.crt", "-extfile", str(ext))
-
-
 @OPENSSL
 def test_with_a_client_ca_only_clients_holding_a_certificate_it_signed_get_answers(extender_server, tmp_path):
-    _ca_and_certs(tmp_path)
+    make_certificates(tmp_path)
     srv, _ = extender_server(tls_cert=str(tmp_path / "server.crt"), tls_key=str(tmp_path / "server.key"),
                              client_ca=str(tmp_path / "ca.crt"))
     args = {"Pod": _go_pod("small"), "NodeNames": ["a", "b"]}
@@ -167,7 +151,7 @@ def test_with_a_client_ca_only_clients_holding_a_certificate_it_signed_get_answe
 
 @OPENSSL
 def test_an_idle_tcp_connection_does_not_stall_https_clients(extender_server, tmp_path):
-    _ca_and_certs(tmp_path)
+    make_certificates(tmp_path)
     srv, _ = extender_server(tls_cert=str(tmp_path / "server.crt"), tls_key=str(tmp_path / "server.key"))
     idle = socket.create_connection(srv.httpd.server_address[:2])  # connects, never starts the handshake
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kplace.solver.testing import make_certificates
 
 from .helpers import DEPLOY, create, deployment, get, nodes_and_namespace, pods, running_and_ready, wait_for
 
@@ -68,18 +69,7 @@ def extender_namespace(api):
 
 def _certificates(tmp: Path) -> dict[str, str]:
     """A CA, kplace's serving certificate for 127.0.0.1 and kube-scheduler's client certificate, all signed by it."""
-    def run(*args):
-        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
-
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=e2e-ca",
-        "-keyout", f"{tmp}/ca.key", "-out", f"{tmp}/ca.crt")
-    for who, cn in (("kplace", "127.0.0.1"), ("scheduler", "kube-scheduler")):
-        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}", "-keyout", f"{tmp}/{who}.key",
-            "-out", f"{tmp}/{who}.csr")
-        ext = tmp / f"{who}.ext"
-        ext.write_text("subjectAltName=IP:127.0.0.1\n" if who == "kplace" else "extendedKeyUsage=clientAuth\n")
-        run("x509", "-req", "-in", f"{tmp}/{who}.csr", "-CA", f"{tmp}/ca.crt", "-CAkey", f"{tmp}/ca.key",
-            "-CAcreateserial", "-days", "1", "-out", f"{tmp}/{who}.crt", "-extfile", str(ext))
+    make_certificates(tmp, "kplace", "scheduler")
     return {k: str(tmp / f"{k.replace('_', '.')}") for k in ("ca_crt", "kplace_crt", "kplace_key", "scheduler_crt",
                                                                "scheduler_key")}
 

@@ -14,7 +14,7 @@ from kplace.solver.cpsat.clock import Cut, SearchClock
 from kplace.solver.cpsat.ranking import lex_less, net_vectors
 from kplace.solver.framework.config import default_config
 from kplace.solver.greedy import schedule_greedy
-from kplace.solver.testing import build_snapshot, node, pod
+from kplace.solver.testing import build_snapshot, hard_model, node, pod
 from kplace.solver.verify import verify_plan
 
 HOST = "kubernetes.io/hostname"
@@ -94,26 +94,8 @@ def test_a_long_deterministic_budget_still_ends_near_a_short_deadline():
         assert plan.deadline["cut_windows"] or plan.deadline["fallback_windows"]
 
 
-def _hard_model():
-    from ortools.sat.python import cp_model
-
-    m, n = cp_model.CpModel(), 40
-    x = [[m.new_bool_var(f"x{i}_{j}") for j in range(n)] for i in range(n)]
-    for i in range(n):
-        m.add_exactly_one(x[i])
-        m.add_exactly_one(x[j][i] for j in range(n))
-    terms = []
-    for i in range(n - 1):
-        for j in range(n):
-            b = m.new_bool_var("")
-            m.add_multiplication_equality(b, [x[i][j], x[i + 1][(j * 7 + 3) % n]])
-            terms.append(((i * 31 + j * 17) % 97) * b)
-    m.maximize(sum(terms))
-    return m
-
-
 def test_a_search_running_when_the_deadline_passes_stops_there_and_says_the_deadline_cut_it():
-    model = _hard_model()
+    model = hard_model()
     clock = SearchClock(deadline=time.perf_counter() + 0.5)
     started = time.perf_counter()
     _, cut = clock.solve(clock.solver(1000.0), model)

@@ -12,7 +12,7 @@ from kplace.models.index import ClusterIndex
 from kplace.solver.cpsat import CpsatOptions, schedule_cpsat
 from kplace.solver.framework.config import default_config
 from kplace.solver.rebalance import Policy, RebalanceOptions, plan_rebalance
-from kplace.solver.testing import build_snapshot, node, pod
+from kplace.solver.testing import build_snapshot, hard_model, node, pod
 
 
 def _state():
@@ -70,32 +70,13 @@ def test_a_rebalance_gives_the_same_moves_when_the_wall_clock_runs_fast(loaded_c
     assert moves() == quiet
 
 
-def _hard_model():
-    """A model CP-SAT does not prove optimal in seconds: an assignment with pairwise products in the objective."""
-    from ortools.sat.python import cp_model
-
-    m, n = cp_model.CpModel(), 40
-    x = [[m.new_bool_var(f"x{i}_{j}") for j in range(n)] for i in range(n)]
-    for i in range(n):
-        m.add_exactly_one(x[i])
-        m.add_exactly_one(x[j][i] for j in range(n))
-    terms = []
-    for i in range(n - 1):
-        for j in range(n):
-            b = m.new_bool_var("")
-            m.add_multiplication_equality(b, [x[i][j], x[i + 1][(j * 7 + 3) % n]])
-            terms.append(((i * 31 + j * 17) % 97) * b)
-    m.maximize(sum(terms))
-    return m
-
-
 def test_the_net_stops_a_runaway_search_by_the_cpu_time_it_used_and_says_its_plan_is_not_reproducible(monkeypatch):
     from kplace.solver.cpsat import clock
 
     monkeypatch.setattr(clock, "CPU_NET", (0.0, 0.5))  # any search: half a CPU second
     c = clock.SearchClock(deterministic=True, workers=2, seed=0)
     started = time.process_time()
-    _, netted = c.solve(c.solver(1000.0), _hard_model())
+    _, netted = c.solve(c.solver(1000.0), hard_model())
     assert netted and time.process_time() - started < 20
     assert 0 < c.searched < 1000.0
 
