@@ -28,7 +28,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Protocol
 
@@ -335,7 +335,23 @@ class GreedyScheduler:
             attempts[pod.idx] = attempt if before is None else merge_retry(before, attempt)
         if self.index.gangs:
             self._release_incomplete_gangs(attempts)
+        self._leave_preempted_pending(attempts)
         return attempts
+
+    def _leave_preempted_pending(self, attempts: dict[int, Attempt]) -> None:
+        """A pod this batch placed and a later cycle's preemption evicted: kube binds it, then deletes it (its
+        controller makes a new pod). The outcome leaves it pending, as no victim of anyone's."""
+        names = self.index.node_names
+        for idx, a in list(attempts.items()):
+            taken = [(v, x) for v, x in a.evictions if v.pending]
+            if not taken:
+                continue
+            for v, _ in taken:
+                attempts[v.idx] = Attempt(None, f"preempted on {names[a.evicted_from[v.idx]]} by "
+                                                f"{self.index.pods[idx].key} after this run placed it there")
+            kept = [(v, x) for v, x in a.evictions if not v.pending]
+            attempts[idx] = replace(a, evictions=kept,
+                                    evicted_from={v.idx: a.evicted_from[v.idx] for v, _ in kept})
 
     def _release_incomplete_gangs(self, attempts: dict[int, Attempt]) -> None:
         """GangScheduling's end of the batch (`plugins.gangscheduling`): the pods of a gang that did not reach its

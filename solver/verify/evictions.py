@@ -1,5 +1,8 @@
 """The plan's evictions (preemption). Each names a pod bound to that node, evicted once and not also moved,
-with strictly lower priority than its preemptor, which the plan places on that node. No eviction may take a
+with strictly lower priority than its preemptor, a pending pod of the state. As in kube, preemption nominates
+the node and does not bind to it: a preemptor the plan places on that node frees its victims' room when it
+binds; one it places elsewhere or nowhere (another pod took the room first) freed it at a point the plan does not record
+(`replay.Replay.replay`). No eviction may take a
 PodDisruptionBudget below zero (the PDBs in the victim's namespace whose non-empty selector matches it; budget
 `snapshot.pdb_disruptions_allowed`, one per eviction) unless the user allowed it and the plan says that
 eviction violates one."""
@@ -35,9 +38,10 @@ def _victim_fails(e: Eviction, pods: PodTable, evicted: set[str], moved: set[str
     return None
 
 
-def _preemptor_fails(e: Eviction, victim: CompiledPod, pods: PodTable, node_of: dict[str, str]) -> str | None:
-    if node_of.get(e.preemptor) != e.node:
-        return f"its preemptor {e.preemptor} is not placed on {e.node} by the plan"
+def _preemptor_fails(e: Eviction, victim: CompiledPod, pods: PodTable) -> str | None:
+    pi = pods.info.get(e.preemptor)
+    if pi is None or not pi.pending:
+        return f"its preemptor {e.preemptor} is not a pending pod of the state"
     preemptor = pods(e.preemptor)
     if victim.priority >= preemptor.priority:
         return (f"the victim's priority {victim.priority} is not lower than its preemptor {e.preemptor}'s "
@@ -47,10 +51,12 @@ def _preemptor_fails(e: Eviction, victim: CompiledPod, pods: PodTable, node_of: 
 
 def check_evictions(evictions: list[Eviction], index: ClusterIndex, pods: PodTable, node_of: dict[str, str],
                     moved: set[str], allow_pdb_violations: bool
-                    ) -> tuple[list[Violation], dict[str, list[CompiledPod]], set[str]]:
-    """(violations, each preemptor's valid victims, every pod the plan validly names as a victim)."""
+                    ) -> tuple[list[Violation], dict[str, list[CompiledPod]], set[str], set[str]]:
+    """(violations, the valid victims of each preemptor placed on their node, the valid victims whose preemptor
+    is not (gone at the start), every pod the plan validly names as a victim)."""
     out: list[Violation] = []
     victims: dict[str, list[CompiledPod]] = {}
+    released: set[str] = set()
     evicted: set[str] = set()
     snap = index.snapshot
     budget = {i: snap.pdb_disruptions_allowed(pdb) for i, pdb in enumerate(snap.pdbs)}
@@ -68,9 +74,11 @@ def check_evictions(evictions: list[Eviction], index: ClusterIndex, pods: PodTab
                     out.append(Violation(e.pod, e.node, "PodDisruptionBudget",
                                          f"evicting it takes PodDisruptionBudget {pdb.metadata.namespace}/"
                                          f"{pdb.metadata.name} below zero disruptions allowed"))
-        why = _preemptor_fails(e, victim, pods, node_of)
+        why = _preemptor_fails(e, victim, pods)
         if why is not None:
             out.append(Violation(e.pod, e.node, "Preemption", why))
-            continue
-        victims.setdefault(e.preemptor, []).append(victim)
-    return out, victims, evicted
+        elif node_of.get(e.preemptor) == e.node:
+            victims.setdefault(e.preemptor, []).append(victim)
+        else:
+            released.add(e.pod)
+    return out, victims, released, evicted

@@ -17,11 +17,11 @@ from .violation import Violation
 SEED_TRIES = 20  # replays that move a possible first-pod-rule seed to the front
 
 
-def find_order(replay: Replay, bound: list[Binding], todo: list[Binding], victims: dict[str, list[CompiledPod]]
-               ) -> list[Violation]:
-    """Bind `bound`, then the plan's `todo` in the best order found; each pod left is a violation, with the last
-    rule it failed."""
-    left, last = replay.replay(bound, todo, victims)
+def find_order(replay: Replay, bound: list[Binding], todo: list[Binding], victims: dict[str, list[CompiledPod]],
+               released: list[Binding] = ()) -> list[Violation]:
+    """Bind `bound` (and the `released` victims, `Replay.replay`), then the plan's `todo` in the best order found;
+    each pod left is a violation, with the last rule it failed."""
+    left, last = replay.replay(bound, todo, victims, released)
     front: list[Binding] = []
     tried: set[str] = set()
     while len(tried) < SEED_TRIES:
@@ -32,7 +32,7 @@ def find_order(replay: Replay, bound: list[Binding], todo: list[Binding], victim
         tried.add(seed[0].key)
         first = {item[0].key for item in front} | {seed[0].key}
         order = [*front, seed, *(item for item in todo if item[0].key not in first)]
-        left2, last2 = replay.replay(bound, order, victims)
+        left2, last2 = replay.replay(bound, order, victims, released)
         if len(left2) < len(left):
             front, left, last = [*front, seed], left2, last2
     return [Violation(p.key, replay.nodes.names[n], *last[p.key]) for p, n in left]

@@ -4,7 +4,10 @@ NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZon
 (DoNotSchedule), InterPodAffinity. The first failing filter decides, as in kube.
 
 `replay` binds a list of pods as a fixpoint over their order: each sweep binds every pod whose checks pass
-against the current state, until a sweep binds nothing. A preemptor's victims leave the state when it binds.
+against the current state, until a sweep binds nothing. A preemptor's victims leave the state when it binds; the
+victims of preemptors placed elsewhere or nowhere (`released`) leave it the first time a pod fails while they are
+there (all at once; in kube they went when their preemptor's cycle nominated the node, at a point the plan does
+not record).
 """
 
 from __future__ import annotations
@@ -77,11 +80,12 @@ class Replay:
         """`p` could start its affinity group by kube's first-pod rule."""
         return self.interpod.could_seed(p, self.terms(p)[0])
 
-    def replay(self, bound: list[Binding], todo: list[Binding], victims: dict[str, list[CompiledPod]]
-               ) -> tuple[list[Binding], dict[str, Failure]]:
-        """Bind `bound`, then `todo` as a fixpoint over the order; returns (pods left, their last failure)."""
+    def replay(self, bound: list[Binding], todo: list[Binding], victims: dict[str, list[CompiledPod]],
+               released: list[Binding] = ()) -> tuple[list[Binding], dict[str, Failure]]:
+        """Bind `bound` and `released`, then `todo` as a fixpoint over the order; returns (pods left, their last
+        failure)."""
         self.reset()
-        for p, n in bound:
+        for p, n in [*bound, *released]:
             self.add(p, n)
         last: dict[str, Failure] = {}
         while todo:
@@ -91,6 +95,11 @@ class Replay:
                 for v, vn in gone:
                     self.add(v, vn, -1)
                 fail = self.check(p, n)
+                if fail is not None and released:
+                    for v, vn in released:
+                        self.add(v, vn, -1)
+                    released = ()
+                    fail = self.check(p, n)
                 if fail is None:
                     self.add(p, n)
                     continue

@@ -24,15 +24,16 @@ def verify_plan(index: ClusterIndex, plan: Plan, allow_pdb_violations: bool = Fa
     pods = PodTable(index)
     running = {pi.key: (pods(pi.key), int(pi.node)) for pi in index.pods if pi.node >= 0 and not pi.pending}
     out = check_moves(plan.moves, index, pods, replay, running)
-    bound = list(running.values())
 
     fails, placed = check_placements(plan.placements, pods, replay.nodes.id)
     out += fails
     fails, replay.volumes.bindings = replay.volumes.claims.check_bindings(placed.with_volumes)
     out += fails
-    fails, victims, evicted = check_evictions(plan.evictions, index, pods, placed.node_of,
-                                              {m.pod for m in plan.moves}, allow_pdb_violations)
+    fails, victims, released, evicted = check_evictions(plan.evictions, index, pods, placed.node_of,
+                                                        {m.pod for m in plan.moves}, allow_pdb_violations)
     out += fails
+    bound = [b for k, b in running.items() if k not in released]
+    gone = [b for k, b in running.items() if k in released]
     out += check_gangs(index, replay.nodes, placed.node_of, evicted)
-    out += find_order(replay, bound, placed.todo, victims)
+    out += find_order(replay, bound, placed.todo, victims, gone)
     return out

@@ -92,6 +92,19 @@ def test_the_greedy_engine_agrees_with_kube_scheduler_on_a_generated_family(orac
     _check([([str(path)], None, workload)], oracle, tally)
 
 
+def test_the_greedy_engine_agrees_with_kube_scheduler_where_nominated_nodes_go_to_others(oracle, tally, tmp_path):
+    """Crowded production-shaped states (`kplace generate scale` at 90 % load): preemptors whose nominated node
+    another pod takes first, which then land elsewhere or stay pending, and pods placed earlier in the run that a
+    later preemption evicts."""
+    jobs = []
+    for seed in (1, 2):
+        path = tmp_path / f"crowded-{seed}.json"
+        state = generate("scale", nodes=300, pods=3000, seed=seed, params={"load": "90", "pending": "600"})
+        path.write_text(dumps(state), encoding="utf-8")
+        jobs.append(([str(path)], None, f"crowded scale seed {seed}"))
+    _check(jobs, oracle, tally)
+
+
 @pytest.mark.parametrize("zone", [0, 2], ids=["no-topology", "preferred-zone"])
 def test_the_greedy_engine_agrees_with_kubes_pod_group_cycle_on_generated_gangs(oracle, tally, tmp_path, zone):
     """Gangs of kube's PodGroups (GenericWorkload and GangScheduling on) in a fragmented cluster: groups that bind,

@@ -142,3 +142,25 @@ def test_pods_with_resource_claims_are_scheduled_with_a_warning_that_dra_is_not_
     assert plan.placements[0].node == "a"
     assert plan.warnings == ["1 pending pod(s) use resource claims (DRA): the DynamicResources plugin is not "
                              "implemented, so those constraints were not checked"]
+
+
+def test_a_crowded_clusters_preemptions_verify_where_nominated_nodes_go_to_others_and_placed_pods_are_preempted(
+        tmp_path):
+    """kube nominates a preemptor's node without binding to it (another pod may take the room first, the preemptor
+    then lands elsewhere or nowhere), and a pod placed earlier in the run can be a later preemption's victim."""
+    from kplace.instances.generators import generate
+    from kplace.models.index import ClusterIndex
+    from kplace.models.io import load_state
+    from kplace.solver.output import dumps
+    from kplace.solver.verify import verify_plan
+
+    path = tmp_path / "crowded.json"
+    path.write_text(dumps(generate("scale", nodes=300, pods=3000, seed=2, params={"load": "90", "pending": "600"})))
+    index = ClusterIndex(load_state([str(path)]))
+    plan = GreedyScheduler(index).run()
+    node_of = {p.pod: p.node for p in plan.placements}
+    assert any(node_of[e.preemptor] != e.node for e in plan.evictions)
+    preempted = [p for p in plan.placements if p.reason and "after this run placed it there" in p.reason]
+    assert preempted and all(p.node is None for p in preempted)
+    assert not {p.pod for p in preempted} & {e.pod for e in plan.evictions}
+    assert verify_plan(index, plan) == []

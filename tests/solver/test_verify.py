@@ -281,10 +281,31 @@ def test_an_eviction_needs_a_victim_of_strictly_lower_priority():
     assert ("low", "Preemption") in got
 
 
-def test_an_eviction_needs_its_preemptor_placed_on_the_victims_node():
-    objs = [*_preemption_state(), node("n2")]
-    got = verify(objs, [("high", "n2")], [("default/low", "n1", "default/high", 1)])
-    assert got == [("low", "Preemption")]
+def test_an_eviction_needs_a_pending_preemptor_of_the_state():
+    objs = [*_preemption_state(), pod("bound-high", priority=10, node_name="n1")]
+    for preemptor in ("default/ghost", "default/bound-high"):
+        got = verify(objs, [("high", "n1")], [("default/low", "n1", preemptor, 1)])
+        assert ("low", "Preemption") in got
+
+
+def test_a_preemptor_placed_elsewhere_or_nowhere_frees_its_victims_room_from_the_start():
+    # kube nominates the node and does not bind to it: another pod may take the room first.
+    objs = [*_preemption_state(pod("mid", cpu="800m", priority=5)), node("n2")]
+    evict = [("default/low", "n1", "default/high", 1)]
+    assert verify(objs, [("mid", "n1"), ("high", "n2")], evict) == []
+    assert verify(objs, [("mid", "n1")], evict) == []
+    assert verify(objs, [("mid", "n1")]) == [("mid", "NodeResourcesFit")]
+
+
+def test_a_pod_may_rely_for_affinity_on_a_victim_whose_preemptor_went_elsewhere_until_a_pod_needs_it_gone():
+    # web binds next to db; then high preempts db and mid takes the room before high, which lands on n2.
+    objs = [zoned("n1", "z1", cpu="1"), zoned("n2", "z2"),
+            pod("db", cpu="800m", priority=1, labels={"app": "db"}, node_name="n1"),
+            pod("web", priority=5, spec=affinity("db")), pod("mid", cpu="800m", priority=5),
+            pod("high", cpu="800m", priority=10)]
+    evict = [("default/db", "n1", "default/high", 1)]
+    assert verify(objs, [("web", "n1"), ("mid", "n1"), ("high", "n2")], evict) == []
+    assert verify(objs, [("mid", "n1"), ("web", "n1"), ("high", "n2")], evict) == [("web", "InterPodAffinity")]
 
 
 def test_an_eviction_of_a_pod_that_is_not_bound_there_is_rejected():
