@@ -96,6 +96,7 @@ def window_budget(pods: int, options: RunOptions) -> float:
 PROBE_INTERVAL = 5.0  # seconds between API server probes (GET /version)
 PROBE_TIMEOUT = 5.0
 PROBE_STALE = 3 * PROBE_INTERVAL + PROBE_TIMEOUT  # /readyz fails when no probe succeeded for this long
+WATCH_HEADER_TIMEOUT = 10.0  # the API server answers a watch's headers at once; the stream may then idle for minutes
 
 
 def backoff_seconds(attempts: int, initial: float = 1.0, maximum: float = 10.0) -> float:
@@ -228,7 +229,8 @@ class Informer(threading.Thread):
             try:
                 resp = fn(watch=True, resource_version=rv, allow_watch_bookmarks=True,
                           timeout_seconds=self.watch_timeout, _preload_content=False,
-                          _request_timeout=(10, self.watch_timeout + 30))
+                          _request_timeout=(10, WATCH_HEADER_TIMEOUT))
+                _stream_timeout(resp, self.watch_timeout + 30)
             except ApiException as exc:
                 if exc.status == 410:
                     _event(logging.INFO, "watch expired (410 Gone); re-listing", kind=self.kind)
@@ -263,6 +265,15 @@ class Informer(threading.Thread):
                 with self._resp_lock:
                     self._resp = None
                 resp.release_conn()
+
+
+def _stream_timeout(resp, seconds: float) -> None:
+    """Give the open watch's socket the stream's read timeout: a request black-holed before its headers came
+    failed within WATCH_HEADER_TIMEOUT (it cannot be interrupted, having no response yet); the stream itself
+    may idle up to the watch's own timeout."""
+    sock = getattr(getattr(resp, "connection", None), "sock", None)
+    if sock is not None:
+        sock.settimeout(seconds)
 
 
 class Runner:

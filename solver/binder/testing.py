@@ -82,7 +82,8 @@ def status(code: int, reason: str, message: str, details: dict[str, Any] | None 
 
 @dataclass
 class Fault:
-    """An injected failure for the next request whose path matches `path` (a regex) and `method`."""
+    """An injected failure for the next request whose path matches `path` (a regex) and `method` (and, when
+    given, whose query string matches `query`)."""
 
     path: str
     code: int = 500
@@ -90,6 +91,7 @@ class Fault:
     retry_after: int | None = None
     method: str = "POST"
     times: int = 1
+    query: str | None = None
 
 
 class _Selector:
@@ -363,20 +365,22 @@ class FakeApiServer:
             self.lock.notify_all()
 
     def fail(self, path: str, code: int = 500, *, times: int = 1, delay: float = 0.0,
-             retry_after: int | None = None, method: str = "POST") -> None:
-        """Make the next `times` requests whose path matches the regex `path` fail (or stall)."""
+             retry_after: int | None = None, method: str = "POST", query: str | None = None) -> None:
+        """Make the next `times` requests whose path matches the regex `path` (and query string the regex
+        `query`, when given) fail (or stall)."""
         with self.lock:
-            self.faults.append(Fault(path, code, delay, retry_after, method, times))
+            self.faults.append(Fault(path, code, delay, retry_after, method, times, query))
 
     def calls(self, method: str | None = None, path: str | None = None) -> list[dict[str, Any]]:
         with self.lock:
             return [r for r in self.requests
                     if (method is None or r["method"] == method) and (path is None or re.search(path, r["path"]))]
 
-    def _fault(self, method: str, path: str) -> Fault | None:
+    def _fault(self, method: str, path: str, query: str = "") -> Fault | None:
         with self.lock:
             for f in self.faults:
-                if f.method == method and re.search(f.path, path) and f.times > 0:
+                if (f.method == method and re.search(f.path, path) and f.times > 0
+                        and (f.query is None or re.search(f.query, query))):
                     f.times -= 1
                     if f.times == 0:
                         self.faults.remove(f)
@@ -457,7 +461,7 @@ def _handler(api: FakeApiServer):
             if self.headers.get("Authorization") != f"Bearer {api.token}":
                 self._status(401, "Unauthorized", "Unauthorized")
                 return None
-            fault = api._fault(self.command, parts.path)
+            fault = api._fault(self.command, parts.path, parts.query)
             if fault is not None:
                 if fault.delay:
                     time.sleep(fault.delay)

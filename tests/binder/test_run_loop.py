@@ -264,3 +264,26 @@ def test_a_failed_probe_restarts_the_open_watches_so_a_dark_connection_does_not_
     finally:
         runner.stop()
         thread.join(15)
+
+
+def test_a_watch_black_holed_before_its_headers_fails_fast_so_new_pods_are_seen(fake_api, monkeypatch):
+    """A watch request that gets no headers cannot be interrupted (there is no response to shut down): it fails
+    within WATCH_HEADER_TIMEOUT, not the stream's read timeout (the watch's own timeout plus 30 s), and the
+    informer lists again."""
+    from kplace.solver.binder import loop
+
+    monkeypatch.setattr(loop, "WATCH_HEADER_TIMEOUT", 0.5)
+    api = fake_api([node("a"), pod("p", spec=OURS)])
+    runner, thread = _start(api, idle_exit=None, watch_timeout=1)  # each watch ends after a second
+    try:
+        assert _wait(lambda: _bound(api, "p"))
+        # the next two pod watches hang without an answer
+        api.fail("^/api/v1/pods$", 0, times=2, delay=60.0, method="GET", query="watch=True")
+        assert _wait(lambda: not api.faults, timeout=5)  # both were sent
+        started = time.monotonic()
+        api.create(pod("q", spec=OURS))
+        assert _wait(lambda: _bound(api, "q"), timeout=30)
+        assert time.monotonic() - started < 10
+    finally:
+        runner.stop()
+        thread.join(15)

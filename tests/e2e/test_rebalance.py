@@ -174,7 +174,8 @@ def test_apply_killed_after_its_first_eviction_leaves_the_cluster_consistent_and
     """SIGKILL as soon as the first eviction shows (the evicted pod terminating): the PDB was never broken, the
     ReplicaSet controller replaces the evicted pod (its replacement, of kplace's schedulerName, left pending or
     bound by the killed run); the same `kplace rebalance --apply` run again on the cluster as it now is places or
-    keeps that replacement and makes the remaining moves: all four pods Running on one node, as the goal asks."""
+    keeps that replacement and makes the remaining moves: all four pods Running on one node, as the goal asks.
+    Both runs decide only the test's namespace's pending pods (`-n`)."""
     import signal
     import subprocess
     import sys
@@ -183,7 +184,7 @@ def test_apply_killed_after_its_first_eviction_leaves_the_cluster_consistent_and
     names = _spread_web_under_a_pdb(api, ns)
     command = [sys.executable, "-m", "kplace.solver.cli", "rebalance", "--kubeconfig", kplace_kubeconfig, "--goal",
                "pack", "--apply", "--policy", _policy(tmp_path, ns), "--config", kplace_profile(tmp_path),
-               "--timeout", "60", "--time-limit", "5", "-o", "json", "--quiet"]
+               "--timeout", "60", "--time-limit", "5", "-n", ns, "-o", "json", "--quiet"]
     log = (tmp_path / "killed.log").open("w")
     proc = None
     watch = _PodWatch(api, ns, lambda: proc.send_signal(signal.SIGKILL))
@@ -212,8 +213,8 @@ def test_apply_killed_after_its_first_eviction_leaves_the_cluster_consistent_and
         assert plan["apply"]["completed"], plan["apply"]
         left = f"{ns}/{replacement[0]['metadata']['name']}"
         if not replacement[0]["spec"].get("nodeName"):  # the kill came before the killed run bound it
-            # pending pods of other tests' namespaces (their scheduler is kplace too) may be placed beside it
-            ours = [p for p in plan["placements"] if p["node"] and p["pod"].startswith(f"{ns}/")]
+            # -n: pending pods of other tests' namespaces (their scheduler is kplace too) are not placed
+            ours = [p for p in plan["placements"] if p["node"]]
             assert [(p["pod"], p["wave"]) for p in ours] == [(left, 1)], plan
             assert {"wave": 1, "action": "bound", "pod": left, "node": ours[0]["node"]} in plan["apply"]["events"]
             assert sorted(m["wave"] for m in plan["moves"]) == [2, 3], plan  # its PDB opens once it runs
