@@ -97,12 +97,12 @@ def test_a_retry_after_a_lost_answer_that_finds_the_pod_bound_to_our_node_counts
     # The first POST is applied but its answer never arrives (a stall past the timeout), the retry gets 409.
     real = api._fault
 
-    def applied_then_lost(method, path):
+    def applied_then_lost(method, path, query=""):
         if path.endswith("/pods/p/binding") and not api.get("Pod", "p")["spec"].get("nodeName"):
             api.update("Pod", "p", **{"spec.nodeName": "a"})
             from kplace.solver.binder.testing import Fault
             return Fault(path, code=0, delay=1.0)
-        return real(method, path)
+        return real(method, path, query)
 
     api._fault = applied_then_lost
     summary = _commit(api, Plan("greedy", [Placement("default/p", "a")]))
