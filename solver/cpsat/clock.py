@@ -9,10 +9,11 @@ load (a wall-clock net tripped on a loaded machine and the same seed gave anothe
 seconds and the workers run a parallel portfolio.
 
 A wall-clock `deadline` (a `time.perf_counter()` instant, the end of the whole decision's budget) caps every
-search besides: CP-SAT's own wall limit is set to the time left, so a search running when the deadline passes
-stops there with its best solution so far, and one started after it stops at once. A search the deadline cut is
-not reproducible, and `solve` says so (`Cut.DEADLINE`); a run the deadline never reaches is as deterministic as
-without one.
+search besides, so a search running when the deadline passes stops there with its best solution so far, and one
+started after it stops at once. In deterministic mode the watchdog stops it (CP-SAT is given no wall limit: its
+presolve shortens itself under one, silently, so a loaded machine would get another plan); otherwise CP-SAT's own
+wall limit is set to the time left. A search the deadline cut is not reproducible, and `solve` says so
+(`Cut.DEADLINE`); a run the deadline never reaches is as deterministic as without one.
 """
 
 from __future__ import annotations
@@ -57,11 +58,12 @@ class SearchClock:
             p.max_deterministic_time = seconds
         else:
             p.max_time_in_seconds = seconds
-        # the deadline's wall limit, when it is the search's tightest (always, in deterministic mode: its only one)
+        # wall-clock mode: the deadline's wall limit, when it is the search's tightest (deterministic mode: `solve`'s
+        # watchdog enforces it)
         solver.deadline_limited = False
-        if self.deadline is not None:
+        if self.deadline is not None and not self.deterministic:
             left = max(0.0, self.deadline - time.perf_counter())
-            solver.deadline_limited = self.deterministic or left < p.max_time_in_seconds
+            solver.deadline_limited = left < p.max_time_in_seconds
             p.max_time_in_seconds = left if solver.deadline_limited else p.max_time_in_seconds
         return solver
 
@@ -78,14 +80,18 @@ class SearchClock:
             return status, self._deadline_cut(solver, status)
         p = solver.parameters
         limit = time.process_time() + CPU_NET[0] * p.max_deterministic_time * p.num_workers + CPU_NET[1]
-        done, netted = threading.Event(), threading.Event()
+        done, netted, late = threading.Event(), threading.Event(), threading.Event()
 
         def watch() -> None:
-            while not done.wait(0.05):
+            while not done.wait(0.02):
                 if time.process_time() > limit:
                     netted.set()
-                    solver.stop_search()
-                    return
+                elif self.past_deadline():
+                    late.set()
+                else:
+                    continue
+                solver.stop_search()
+                return
 
         watchdog = threading.Thread(target=watch, name="cpsat-net", daemon=True)
         watchdog.start()
@@ -95,18 +101,17 @@ class SearchClock:
             done.set()
             watchdog.join()
         self.searched += solver.response_proto.deterministic_time
-        if netted.is_set() and status != cp_model.OPTIMAL:
+        proven = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID)
+        if netted.is_set() and not proven:
             return status, Cut.NET
-        return status, self._deadline_cut(solver, status)
+        return status, (self._cut_by_deadline() if late.is_set() and not proven else None)
 
-    def _deadline_cut(self, solver: cp_model.CpSolver, status: int) -> str | None:
-        """DEADLINE when the search ended unproven and its wall limit was the deadline's: in deterministic mode, it
-        stopped before its deterministic limit (the wall limit, the deadline's, stopped it; a search the net stopped
-        is not asked); otherwise whenever the deadline's limit was the tighter one."""
-        if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID) or not solver.deadline_limited:
-            return None
-        p = solver.parameters
-        if self.deterministic and solver.response_proto.deterministic_time >= p.max_deterministic_time:
-            return None
+    def _cut_by_deadline(self) -> str:
         self.cuts += 1
         return Cut.DEADLINE
+
+    def _deadline_cut(self, solver: cp_model.CpSolver, status: int) -> str | None:
+        """Wall-clock mode: DEADLINE when the search ended unproven and the deadline's limit was the tighter one."""
+        if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID) or not solver.deadline_limited:
+            return None
+        return self._cut_by_deadline()
