@@ -29,15 +29,26 @@ from ..cli import (
 
 @contextmanager
 def _status(text: str, quiet: bool):
-    """A spinner on stderr while the plan is made, on a terminal and unless --quiet."""
+    """A spinner on stderr while the plan is made, on a terminal and unless --quiet; yields `say(line)`, which
+    updates the spinner's text (off a terminal: prints the line on stderr; nothing with --quiet)."""
     from ..output import console as make_console
 
     con = make_console(stderr=True)
-    if quiet or not con.is_terminal:
-        yield
+    if quiet:
+        yield lambda line: None
         return
-    with con.status(text):
-        yield
+    if not con.is_terminal:
+        yield lambda line: click.echo(f"kplace: {line}", err=True)
+        return
+    with con.status(text) as status:
+        yield lambda line: status.update(f"{text}: {line}")
+
+
+def _lns_progress(say) -> Any:
+    def report(p: dict[str, Any]) -> None:
+        say(f"neighbourhood search round {p['round']}: {p['neighbourhoods']} neighbourhoods solved, "
+            f"{p['improved']} improved; goal gained {p['goal_gained']:g}, {p['moves']} moves")
+    return report
 
 
 def emit(plan: dict[str, Any], output: str, out_file: str | None) -> None:
@@ -86,6 +97,9 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
 @click.option("--min-gain", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Goal gained per move, at least (nodes for pack, percentage points for balance); else no move.")
 @click.option("--no-pending", is_flag=True, help="Do not place pending pods in the same model.")
+@click.option("--neighbourhood-size", "neighbourhood", type=click.IntRange(min=0), default=None,
+              help="Solve as a neighbourhood search of N nodes per step (0: one global model). Default: the global "
+                   "model up to 1,000 nodes, 40-node neighbourhoods above.")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), default=None,
               help="RebalancePolicy or DeschedulerPolicy YAML: evictor rules, thresholds, owner caps.")
 @CONFIG_OPT
@@ -116,7 +130,7 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
                    "solve`.")
 @QUIET_OPT
 def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_per_namespace, min_gain, no_pending,
-              policy_path,
+              neighbourhood, policy_path,
               config_path, time_limit, workers, deterministic, seed, output, out_file, do_apply, kubeconfig, context,
               timeout, scheduler_name, every, runs, metrics_port, fmt, quiet):
     """Propose (and with --apply, carry out) bounded, PDB-safe moves that pack, balance or repair the cluster.
@@ -151,11 +165,12 @@ def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_pe
     opts = RebalanceOptions(goal=goal, max_moves=max_moves, max_moves_per_node=max_moves_per_node,
                             max_moves_per_namespace=max_moves_per_namespace, min_gain=min_gain,
                             time_limit=time_limit, workers=workers, seed=seed, place_pending=not no_pending,
-                            deterministic=deterministic, only_pending=only)
+                            deterministic=deterministic, only_pending=only, neighbourhood=neighbourhood)
 
     def once() -> dict:
         index, config = load_index(state, config_path, kubeconfig, context)
-        with _status(f"rebalancing ({goal}, up to {time_limit:g} s of search)", quiet):
+        with _status(f"rebalancing ({goal}, up to {time_limit:g} s of search)", quiet) as say:
+            opts.on_progress = _lns_progress(say)
             plan = plan_rebalance(index, config, policy, opts)
         if do_apply:
             from .apply import apply_plan

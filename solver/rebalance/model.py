@@ -61,6 +61,8 @@ class RebalanceOptions:
     place_pending: bool = True
     deterministic: bool = True  # time counted in CP-SAT's deterministic seconds: the same seed, the same moves
     only_pending: frozenset[str] | None = None  # the pending pods to place (None: all)
+    neighbourhood: int | None = None  # nodes per neighbourhood search step (`lns`); None: auto, 0: the global model
+    on_progress: Any = None  # called with the neighbourhood search's progress after each round
 
 
 @dataclass

@@ -24,6 +24,7 @@ from ..cpsat.clock import SearchClock
 from ..framework.config import SchedulerConfig
 from .check import StateChecker
 from .checked import checked_target
+from .lns import LNS_GOALS, solve_lns
 from .measures import metrics, score, thresholds
 from .model import GOALS, Budget, RebalanceOptions, Target, solve
 from .pinning import classify
@@ -38,6 +39,12 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     the model's stages and the warnings on the way (every key the command prints)."""
     if opts.goal not in GOALS:
         raise ValueError(f"goal must be one of {', '.join(GOALS)}, got {opts.goal!r}")
+    size = neighbourhood_size(index, opts)
+    if size and opts.goal not in LNS_GOALS:
+        raise InputError(f"{opts.goal} is not implemented as a neighbourhood search (used above "
+                         f"{LNS_AUTO_NODES:,} nodes, here {len(index.nodes):,}, or with --neighbourhood-size N); it "
+                         f"is for {', '.join(LNS_GOALS)}; --neighbourhood-size 0 asks for the global model",
+                         field="--goal")
     started = time.perf_counter()
     budget = Budget(opts.time_limit, SearchClock(opts.deterministic, opts.workers, opts.seed))
     checker = StateChecker(index)
@@ -48,10 +55,18 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     pinned = classify(index, policy, opts.goal, before_v, pending if opts.place_pending else [])
     target_pct = thresholds(index, start, policy)[1] if opts.goal == "balance" and policy.balance is not None else None
 
+    warnings: list[str] = []
+
     def solve_with(movable: set[str]) -> Target | None:
+        if size:
+            return solve_lns(index, config, policy, opts, movable, budget, size, opts.on_progress)
         return solve(index, config, policy, opts, movable, pending if opts.place_pending else [], target_pct, budget)
 
-    target, warnings = checked_target(index, checker, start, tolerated, pinned, solve_with)
+    if size and pending and opts.place_pending:
+        warnings.append(f"{len(pending)} pending pod(s) are not placed by the neighbourhood search "
+                        f"(`kplace schedule` places them)")
+    target, more = checked_target(index, checker, start, tolerated, pinned, solve_with)
+    warnings += more
     idle = drop_idle_moves(target, tolerated)
     if idle:
         warnings.append(idle)
@@ -77,6 +92,18 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
         "warnings": warnings,
         "seconds": round(time.perf_counter() - started, 3),
     }
+
+
+LNS_AUTO_NODES = 1000  # above this many nodes the plan is a neighbourhood search (`lns`) unless asked otherwise
+LNS_SIZE = 40  # nodes per neighbourhood by default
+
+
+def neighbourhood_size(index: ClusterIndex, opts: RebalanceOptions) -> int:
+    """Nodes per neighbourhood of the search (`lns`), 0 for the global model: --neighbourhood-size, else LNS_SIZE
+    above LNS_AUTO_NODES nodes."""
+    if opts.neighbourhood is not None:
+        return opts.neighbourhood
+    return LNS_SIZE if len(index.nodes) > LNS_AUTO_NODES else 0
 
 
 def pending_to_place(index: ClusterIndex, config: SchedulerConfig, only: frozenset[str] | None) -> list[str]:
