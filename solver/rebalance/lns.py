@@ -4,9 +4,10 @@ sets of nodes, one after the other, each from the state the earlier ones left, u
 A neighbourhood is a set of at most `size` nodes of one zone (`topology.kubernetes.io/zone`; nodes without it form
 one more zone): moves stay within a zone, so zone-level counts (spread, affinity) do not change. Its sub-state
 holds its nodes, the pods bound to them (in the state the earlier neighbourhoods left) and every other object
-(PDBs, priority classes, namespaces, ...); `model.solve` moves the movable pods among its nodes. For pack, the
-sources are a zone's least-loaded nodes whose pods (DaemonSet, mirror and static pods aside) are all movable (load: max of cpu and memory requests over allocatable, pods
-of DaemonSets, mirrors and static pods not counted), a quarter of the neighbourhood, never a source twice; the
+(PDBs, priority classes, namespaces, ...); `model.solve` moves the movable pods of its sources among its nodes,
+and an answer counts only when it gains. For pack, the sources are a zone's least-loaded nodes whose pods
+(DaemonSet, mirror and static pods aside, which the load does not count either) are all movable (load: the max of
+cpu and memory requests over allocatable), a quarter of the neighbourhood, never a source twice; the
 destinations are the zone's most-loaded nodes below FULL that are not sources in the same round. Rounds take one
 neighbourhood per zone in turn (zones with sources left), so the neighbourhoods of a round are disjoint and may be
 solved concurrently (`map`). The goal gained is the sum over neighbourhoods (non-empty nodes are counted node by
