@@ -123,6 +123,9 @@ class Tracer(Protocol):
         """The FitError message of a pod that preemption then nominated (its attempt carries none)."""
     def hinted(self, node: int) -> None:
         """OpportunisticBatching's hint for this cycle (tried alone before the walk)."""
+    def candidate_walk(self, potential: list[int]) -> tuple[list[int], int] | None:
+        """Preemption's potential nodes (node ids, in walk order) as the other scheduler ordered them and the
+        offset its walk started at, to walk instead, or None."""
     def choose_candidate(self, tied: list[int]) -> int | None:
         """One of the preemption candidates tied at the best (node ids) to take instead of the first, or None."""
     def choose(self, top: np.ndarray) -> int | None:
@@ -227,9 +230,18 @@ class GreedyScheduler:
         return feasible, None if len(feasible) else merged, done
 
     def random_offset(self, n: int) -> int:
-        """Where preemption's candidate walk starts (`framework.handle`): kube's random offset with `random`
+        """Where preemption's candidate walk over `n` nodes starts: kube's random offset with `random`
         tie-breaking, seeded; 0 otherwise."""
         return int(self.rng.integers(n)) if self.tie_break == "random" else 0
+
+    def candidate_walk(self, potential: list[int]) -> tuple[list[int], int]:
+        """The order and offset of preemption's candidate walk (`framework.handle`): the tracer's when it gives
+        one, else `potential` as it is from `random_offset`."""
+        if self.tracer is not None:
+            followed = self.tracer.candidate_walk(potential)
+            if followed is not None:
+                return followed
+        return potential, self.random_offset(len(potential))
 
     def choose_candidate(self, tied: list[int]) -> int | None:
         """The tracer's pick among preemption candidates tied at the best (`framework.handle`), or None."""

@@ -91,7 +91,7 @@ class Comparison:
 
 
 FIELDS = ("hint", "feasible", "scores", "plugin_scores", "top", "filters", "prefilter", "message", "nominated",
-          "victims", "rejectors")
+          "victims", "rejectors", "preemption_walk")
 
 
 def lockstep(index: ClusterIndex, config: SchedulerConfig | None, real: list[dict[str, Any]], *,
@@ -99,7 +99,10 @@ def lockstep(index: ClusterIndex, config: SchedulerConfig | None, real: list[dic
     """Run the greedy engine in lockstep with the real scheduler's cycles `real` and compare them cycle by cycle.
 
     Each greedy cycle takes the real scheduler's node (or nominated node) when it is among greedy's tied top
-    nodes, so a tie broken differently is not a difference and both continue from the same state. Feasible nodes
+    nodes, so a tie broken differently is not a difference and both continue from the same state; preemption's
+    candidate walk takes kube's order and random offset when it goes over the same potential nodes (a different
+    set, or a walk kube did not take, is a difference; a walk greedy skips because no node has a lower-priority
+    pod finds nothing in kube's either, and is not compared). Feasible nodes
     are compared in order (the oracle runs one filter worker: kube's 16 fill the list in no fixed order); filters
     on the nodes both evaluated, their reasons as sets (kube lists extended resources in map order); the rest as
     they are.
@@ -107,10 +110,9 @@ def lockstep(index: ClusterIndex, config: SchedulerConfig | None, real: list[dic
     by_cycle = {(c["pod"], c.get("attempt", 1)): c for c in real}
     seen: dict[str, int] = {}
 
-    def follow(pod: PodInfo) -> str | None:
+    def follow(pod: PodInfo) -> dict[str, Any]:
         seen[pod.key] = seen.get(pod.key, 0) + 1
-        r = by_cycle.get((pod.key, seen[pod.key])) or {}
-        return r.get("node") or r.get("nominated")
+        return by_cycle.get((pod.key, seen[pod.key])) or {}
 
     mine = list(trace(index, config, respect_pdbs=respect_pdbs, follow=follow))
     out = Comparison()
@@ -158,7 +160,20 @@ def _pairs(r: dict, m: dict, wanted: set[str]):
             b = {n: {p: v for p, v in ps.items() if v} for n, ps in (b or {}).items()}
         elif key == "scores":
             a, b = a or {}, b or {}
+        elif key == "preemption_walk":
+            if b is None and a is not None:
+                continue  # greedy saw no lower-priority pod on any node: kube's walk found no victims
+            a, b = _walk(a, b), _walk(b, a)
         yield key, a, b
+
+
+def _walk(walk: dict | None, other: dict | None) -> dict | None:
+    """A candidate walk as compared: its offset, how many potential nodes, and those the other walk lacks."""
+    if walk is None:
+        return None
+    theirs = set((other or {}).get("nodes") or [])
+    return {"offset": walk["offset"], "nodes": len(walk["nodes"]),
+            "only here": sorted(set(walk["nodes"]) - theirs)[:10] if other else []}
 
 
 def _short(value: Any, limit: int = 400) -> str:

@@ -3,8 +3,11 @@ kube-scheduler): what PreFilter and Filter said of each evaluated node, the samp
 plugin's weighted score and the total per node, the tied top nodes, the choice, and what a failure reported.
 
 `follow` puts the greedy engine in lockstep with another scheduler: given a pod, it names the node that scheduler
-chose; when that node is among greedy's tied top nodes the cycle takes it, so both continue from the same state
-(kube breaks ties at random, or by heap order, among exactly those nodes).
+chose, or gives that scheduler's cycle record (the oracle's: its `node` or `nominated`, and its `preemption_walk`);
+when that node is among greedy's tied top nodes the cycle takes it, so both continue from the same state (kube
+breaks ties at random, or by heap order, among exactly those nodes). Preemption's candidate walk follows the
+record's `preemption_walk` (kube's potential nodes in its map order and its random offset) when it went over the
+same nodes; the walk taken is in the record either way.
 """
 
 from __future__ import annotations
@@ -24,10 +27,16 @@ from .greedy import GreedyScheduler
 class _Cycle:
     """The Tracer of one cycle (`greedy.Tracer`)."""
 
-    def __init__(self, names: list[str], follow: str | None) -> None:
-        self.names, self.follow = names, follow
+    def __init__(self, index: ClusterIndex, follow: str | dict[str, Any] | None) -> None:
+        self.names, self.ids = index.node_names, index.node_id
+        self.walk: dict[str, Any] | None = None
+        if isinstance(follow, dict):
+            self.walk = follow.get("preemption_walk")
+            follow = follow.get("node") or follow.get("nominated")
+        self.follow = follow
         self.record: dict[str, Any] = {"feasible": [], "scores": {}, "plugin_scores": {}, "top": [], "filters": {},
-                                       "prefilter": None, "evaluated": 0, "lockstep": False, "hint": None}
+                                       "prefilter": None, "evaluated": 0, "lockstep": False, "hint": None,
+                                       "preemption_walk": None}
         self._scored: np.ndarray | None = None
 
     def pre_filtered(self, outcome: PreFilterOutcome) -> None:
@@ -65,6 +74,16 @@ class _Cycle:
         self.record["lockstep"] = True
         return names.index(self.follow)
 
+    def candidate_walk(self, potential: list[int]) -> tuple[list[int], int]:
+        """The followed scheduler's walk when its potential nodes are greedy's (as a set), else greedy's own: its
+        evaluation order from offset 0 (the traced engine breaks ties by `order`)."""
+        order, offset = potential, 0
+        theirs = self.walk["nodes"] if self.walk else None
+        if theirs is not None and len(theirs) == len(potential) and set(theirs) == {self.names[n] for n in potential}:
+            order, offset = [self.ids[name] for name in theirs], int(self.walk["offset"])
+        self.record["preemption_walk"] = {"offset": offset, "nodes": [self.names[n] for n in order]}
+        return order, offset
+
     def choose_candidate(self, tied: list[int]) -> int | None:
         at = self._follow(tied)
         return None if at is None else tied[at]
@@ -78,7 +97,7 @@ class _Cycle:
 
 
 def trace(index: ClusterIndex, config: SchedulerConfig | None = None, *,
-          follow: Callable[[PodInfo], str | None] | None = None, pods: list[PodInfo] | None = None,
+          follow: Callable[[PodInfo], str | dict[str, Any] | None] | None = None, pods: list[PodInfo] | None = None,
           preemption: bool = True, respect_pdbs: bool = True) -> Iterator[dict[str, Any]]:
     """The greedy engine's cycles over one batch of `pods` (default: the pending pods in queue order), retries
     included (`GreedyScheduler.schedule_batch`), one record each."""
@@ -88,7 +107,7 @@ def trace(index: ClusterIndex, config: SchedulerConfig | None = None, *,
     attempts: dict[int, int] = {}
 
     def before(pod: PodInfo) -> None:
-        sched.tracer = _Cycle(names, follow(pod) if follow else None)
+        sched.tracer = _Cycle(index, follow(pod) if follow else None)
 
     for k, (pod, attempt) in enumerate(sched.schedule_batch(queued, before)):
         rec = sched.tracer.record

@@ -1,8 +1,9 @@
 """What a PostFilter plugin may read and change of the scheduler that runs it (kube's framework Handle).
 
 DefaultPreemption (`plugins/defaultpreemption`) reads the cluster state and the nominator, runs its dry runs on
-the state (each `assume` undone by a `forget`), and asks the scheduler for the two choices kube leaves to chance:
-where its candidate walk starts and which of the tied best candidates it takes. The greedy engine implements it.
+the state (each `assume` undone by a `forget`), and asks the scheduler for the choices kube leaves to chance:
+the order and start of its candidate walk (kube lists the potential nodes in map order and starts at a random
+offset) and which of the tied best candidates it takes. The greedy engine implements it.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ class PreemptionHandle(Protocol):
                               skipped: set[str], cycle: CycleState | None = None) -> None:
         """kube's RunFilterPluginsWithNominatedPods over `out`'s nodes."""
 
-    def random_offset(self, n: int) -> int:
-        """Where the candidate walk over `n` nodes starts."""
+    def candidate_walk(self, potential: list[int]) -> tuple[list[int], int]:
+        """The potential nodes (node ids, Unschedulable in Filter, in evaluation order) in the order the candidate
+        walk indexes them, and the offset it starts at: node k of the walk is order[(offset + k) % n]."""
 
     def choose_candidate(self, tied: list[int]) -> int | None:
         """One of the candidates tied at the best (node ids) to take instead of the first, or None."""

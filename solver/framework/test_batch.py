@@ -95,7 +95,7 @@ def test_a_nominated_pod_does_not_change_the_scores_of_the_pods_whose_filters_co
     with_nomination._add_nomination(index.pod_by_key["default/nominee"], index.node_id["n1"])
     from kplace.solver.trace import _Cycle
 
-    with_nomination.tracer = cycle = _Cycle(index.node_names, None)
+    with_nomination.tracer = cycle = _Cycle(index, None)
     with_nomination.schedule_one(low)
     assert cycle.record["feasible"] == plain["feasible"] == ["n1", "n2"]
     assert cycle.record["scores"] == plain["scores"]

@@ -11,6 +11,7 @@ to (`GreedyScheduler(respect_pdbs=False)`); kube does, as a last resort.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -177,3 +178,26 @@ def test_opportunistic_batching_hints_the_same_nodes_as_kube_where_the_profile_l
     _check([([str(path)], str(profile), f"{workload} with batching")], oracle, tally)
     index, cfg = load_index((str(path),), str(profile))
     assert sum(c["hint"] is not None for c in trace(index, cfg)) > 5  # the batching path did run
+
+
+def test_the_oracle_reports_kubes_random_candidate_walk_and_the_greedy_engine_follows_it(oracle, tmp_path):
+    """120 full nodes each with one victim, the best (lowest priority) on n110, and a preemptor: kube walks its
+    120 potential nodes in map order from a random offset and checks 100, so it finds n110 only when the walk
+    reaches it; the oracle reports that walk, and kplace walks it too."""
+    from kplace.solver.testing import node, pod
+    from kplace.solver.trace import trace
+
+    objs = [node(f"n{i:03d}", cpu="1", memory="1Gi") for i in range(120)]
+    objs += [pod(f"v{i:03d}", cpu="1", node_name=f"n{i:03d}", priority=1 if i == 110 else 5) for i in range(120)]
+    path = tmp_path / "state.json"
+    items = [{"apiVersion": "v1", **o} for o in [*objs, pod("p", cpu="1", priority=10)]]
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}), encoding="utf-8")
+    real = run_oracle([str(path)], binary=oracle)
+    walk = real[0]["preemption_walk"]
+    assert sorted(walk["nodes"]) == [f"n{i:03d}" for i in range(120)] and 0 <= walk["offset"] < 120
+    walked = [walk["nodes"][(walk["offset"] + k) % 120] for k in range(100)]
+    assert real[0]["nominated"] == ("n110" if "n110" in walked else walked[0])  # the first of equal candidates
+    index, cfg = load_index((str(path),), None)
+    assert lockstep(index, cfg, real).differences == []
+    mine = next(iter(trace(index, cfg, follow=lambda p: real[0])))
+    assert mine["preemption_walk"] == walk and mine["nominated"] == real[0]["nominated"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kplace.instances.generators import generate
 from kplace.models.index import ClusterIndex
 from kplace.solver.greedy import schedule_greedy
+from kplace.solver.oracle import lockstep
 from kplace.solver.testing import build_snapshot, node, pod
 from kplace.solver.trace import trace
 
@@ -61,3 +62,40 @@ def test_a_pod_that_fits_nowhere_records_each_nodes_failing_plugin_and_kubes_mes
     assert c["filters"]["n1"] == {"code": "Unschedulable", "plugin": "NodeResourcesFit",
                                   "reasons": ["Insufficient cpu"]}
     assert c["message"].startswith("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint")
+
+
+def _crowded() -> ClusterIndex:
+    """120 full nodes, each with one victim of priority 5 but n110, whose victim has priority 1 (the best
+    candidate), and a pending pod of priority 10: 120 potential nodes, of which kube's walk checks 100."""
+    objs = [node(f"n{i:03d}", cpu="1", memory="1Gi") for i in range(120)]
+    objs += [pod(f"v{i:03d}", cpu="1", node_name=f"n{i:03d}", priority=1 if i == 110 else 5) for i in range(120)]
+    return _index([*objs, pod("p", cpu="1", priority=10)])
+
+
+def test_the_candidate_walk_follows_the_order_and_offset_the_other_scheduler_reports():
+    index = _crowded()
+    names = [f"n{i:03d}" for i in range(120)]
+    own, bound = trace(index)  # the victim's deletion requeues p: its second cycle binds it to the nominated node
+    assert own["nominated"] == "n000" and own["preemption_walk"] == {"offset": 0, "nodes": names}  # n110 unwalked
+    assert bound["node"] == "n000" and bound["preemption_walk"] is None
+    walk = {"offset": 50, "nodes": names}  # from 50 the walk's 100 nodes reach n110
+    shifted, _ = trace(index, follow=lambda p: {"node": None, "nominated": None, "preemption_walk": walk})
+    assert shifted["nominated"] == "n110" and shifted["victims"] == ["default/v110"]
+    assert shifted["preemption_walk"] == walk
+    walk = {"offset": 0, "nodes": names[::-1]}  # kube's map order, reversed: n110 is the 10th
+    reordered, _ = trace(index, follow=lambda p: {"preemption_walk": walk})
+    assert reordered["nominated"] == "n110" and reordered["preemption_walk"] == walk
+
+
+def test_lockstep_follows_kubes_walk_and_reports_one_over_other_potential_nodes():
+    index = _crowded()
+    names = [f"n{i:03d}" for i in range(120)]
+    walk = {"offset": 50, "nodes": names}
+    kube = list(trace(index, follow=lambda p: {"preemption_walk": walk}))  # a kube that walked from 50
+    assert kube[0]["nominated"] == "n110" and kube[1]["node"] == "n110"
+    assert lockstep(index, None, kube).differences == []
+    other = [{**kube[0], "preemption_walk": {"offset": 50, "nodes": names[1:]}}, kube[1]]  # kube's lacks n000
+    differences = lockstep(index, None, other).differences
+    assert ('default/p: preemption_walk: {"nodes": {"kplace": 120, "kube": 119}, "offset": {"kplace": 0, "kube": 50}, '
+            '"only here": {"kplace": ["n000"], "kube": []}}') in differences
+    assert 'default/p: nominated: kube "n110" vs kplace "n000"' in differences  # greedy walked its own from 0

@@ -50,8 +50,10 @@ type capture struct {
 
 	result    *scheduler.ScheduleResult // kube's own result (before a lockstep override); nil unless it succeeded
 	lockstep  bool
-	postNom   string  // nominated node from PostFilter
-	expVictim float64 // victims announced by preemption (metric delta)
+	postNom   string    // nominated node from PostFilter
+	expVictim float64   // victims announced by preemption (metric delta)
+	potential []string  // the nodes NodesForStatusCode listed as Unschedulable in PostFilter, in its order
+	walk      *WalkJSON // DefaultPreemption's candidate walk: potential nodes and the offset kube drew
 
 	attempt   int      // the pod's cycles so far, this one included
 	rejectors []string // UnschedulablePlugins ∪ PendingPlugins after a failure
@@ -94,7 +96,8 @@ func (c *capture) top() []string {
 
 // preemptionFramework wraps a profile's framework to learn what PostFilter
 // (preemption) nominated and how many victims it announced, so that a cycle
-// waits for their deletion before the next starts. It is always installed.
+// waits for their deletion before the next starts, and which nodes its
+// candidate walk went over from which offset. It is always installed.
 type preemptionFramework struct {
 	framework.Framework
 	o *Oracle
@@ -165,9 +168,19 @@ func (f *recordingFramework) RunScorePlugins(ctx context.Context, state fwk.Cycl
 
 func (f *preemptionFramework) RunPostFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	before, _ := testutil.GetHistogramMetricValue(metrics.PreemptionVictims.ObserverMetric)
+	c := f.o.captureFor(pod)
+	if c != nil {
+		m = &statusRecorder{NodeToStatusReader: m, c: c}
+	}
+	f.o.mu.Lock()
+	f.o.postFilter = c
+	f.o.mu.Unlock()
 	res, st := f.Framework.RunPostFilterPlugins(ctx, state, pod, m)
+	f.o.mu.Lock()
+	f.o.postFilter = nil
+	f.o.mu.Unlock()
 	after, _ := testutil.GetHistogramMetricValue(metrics.PreemptionVictims.ObserverMetric)
-	if c := f.o.captureFor(pod); c != nil {
+	if c != nil {
 		c.mu.Lock()
 		if st.IsSuccess() && res != nil && res.NominatingInfo != nil {
 			c.postNom = res.NominatedNodeName

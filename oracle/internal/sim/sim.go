@@ -77,6 +77,7 @@ type Cycle struct {
 	Message        *string                     `json:"message"`
 	Nominated      *string                     `json:"nominated"`
 	Victims        []string                    `json:"victims"`
+	PreemptionWalk *WalkJSON                   `json:"preemption_walk"` // nil: DefaultPreemption drew no offset
 	Lockstep       bool                        `json:"lockstep"`
 	Seconds        float64                     `json:"seconds"`          // the cycle's wall time, binding included
 	ScheduleSecs   float64                     `json:"schedule_seconds"` // ScheduleOne: the scheduling cycle alone
@@ -105,6 +106,8 @@ type Oracle struct {
 	// preempting are the call's pods whose preemption announced victims, in PostFilter order: an eviction (made
 	// asynchronously, maybe once the algorithm is at a later pod of the group) goes to the first still short of its.
 	preempting []*capture
+	// postFilter is the capture of the pod in RunPostFilterPlugins (DefaultPreemption records its walk there).
+	postFilter *capture
 	// groupRank is a pending pod's rank among its pod group's pods in creation order, firstTry its queue's
 	// InitialAttemptTimestamp as kube set it (see track).
 	groupRank map[types.UID]int
@@ -352,6 +355,7 @@ func (o *Oracle) waitForEvents(ctx context.Context) error {
 func (o *Oracle) wrap() {
 	s := o.sched
 	for name, f := range s.Profiles {
+		o.recordOffsets(f.EnqueueExtensions())
 		pf := preemptionFramework{Framework: f, o: o}
 		if o.opts.NoRecord {
 			s.Profiles[name] = &pf
@@ -633,7 +637,7 @@ func (o *Oracle) output(i int, c *capture) *Cycle {
 		Cycle: i, Pod: c.key, Attempt: c.attempt, Rejectors: append([]string{}, c.rejectors...), Profile: c.prof,
 		Feasible: []string{}, Scores: map[string]int64{}, PluginScores: map[string]map[string]int64{},
 		Filters: c.filter, Prefilter: c.prefilter, PrefilterNodes: c.prefilterNodes,
-		Hint: str(c.hint), Victims: append([]string{}, c.victims...), Lockstep: c.lockstep,
+		Hint: str(c.hint), Victims: append([]string{}, c.victims...), Lockstep: c.lockstep, PreemptionWalk: c.walk,
 	}
 	sort.Strings(out.Victims)
 	switch {

@@ -314,14 +314,14 @@ def preempt(
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
     n = len(potential)
     want = min(n, max(n * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE))
-    offset = handle.random_offset(n)
+    order, offset = handle.candidate_walk(potential)
     fits = _Fits(handle, profile, pod)
     if outcome is not None:
         fits.note_passed(outcome)
     candidates: list[Candidate] = []
     non_violating = 0
     for k in range(n):
-        node = potential[(offset + k) % n]
+        node = order[(offset + k) % n]
         cand, reasons = select_victims(handle, profile, pod, node, fits)
         if cand is None or not cand.victims:
             for text in reasons or [NO_VICTIMS]:
