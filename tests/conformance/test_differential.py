@@ -196,7 +196,8 @@ def test_the_oracle_reports_kubes_random_candidate_walk_and_the_greedy_engine_fo
     walk = real[0]["preemption_walk"]
     assert sorted(walk["nodes"]) == [f"n{i:03d}" for i in range(120)] and 0 <= walk["offset"] < 120
     walked = [walk["nodes"][(walk["offset"] + k) % 120] for k in range(100)]
-    assert real[0]["nominated"] == ("n110" if "n110" in walked else walked[0])  # the first of equal candidates
+    # n110 when walked, else one of the equal candidates walked (kube's dry runs append them in no fixed order)
+    assert real[0]["nominated"] == "n110" if "n110" in walked else real[0]["nominated"] in walked
     index, cfg = load_index((str(path),), None)
     assert lockstep(index, cfg, real).differences == []
     mine = next(iter(trace(index, cfg, follow=lambda p: real[0])))
