@@ -1,12 +1,16 @@
 """Where independent searches run: here, in a local process pool, or on Ray.
 
 An `Executor` maps a function over tasks, in order; a task that raised gives its exception in its place (the caller
-decides what a failed task means). `local` executors run the tasks in this process, as given; the others pickle
-them to workers, so what they run must be importable there (`kplace` installed) and the tasks plain data.
+decides what a failed task means). The pool and Ray also `submit` one task and say which of several submitted is
+`first_done`, so that a caller can send each task's successor as soon as it can. `local` executors run the tasks
+in this process, as given; the others pickle them to workers, so what they run must be importable there (`kplace`
+installed) and the tasks plain data.
 
 - `InProcess`: one after another, here (the only one that keeps a search's progress callback);
 - `ProcessPool`: a `concurrent.futures` pool of `usable_cores() // cpus_per_task` processes (at least one),
   started by forkserver (spawn where there is none): CP-SAT's threads make forking a process that has solved unsafe;
+  kept for the process's later runs. Like any such pool it imports a script's `__main__` in its workers: a script
+  that schedules guards its entry with `if __name__ == "__main__"`;
 - `Ray`: one Ray task per search, each reserving `cpus_per_task` CPUs; joins the cluster at `address`
   (`--ray-address`, else RAY_ADDRESS) or starts a local instance of `usable_cores()` CPUs, and shuts down only
   an instance it started. Ray is an optional extra (`pip install 'kplace[ray]'`).
@@ -17,11 +21,13 @@ more than one at a time, else in-process.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import multiprocessing
 import os
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
 from kplace.models.errors import KplaceError
@@ -73,21 +79,25 @@ IN_PROCESS = InProcess()
 
 
 class ProcessPool:
+    """Worker processes shared by every run of this process (a `kplace run` loop decides window after window): made
+    on first use per size, kept until the interpreter exits; `close` leaves them for the next run."""
+
     name = "pool"
     local = False
 
     def __init__(self, cpus_per_task: int = 1, size: int | None = None) -> None:
         self.size = size or max(1, usable_cores() // max(1, cpus_per_task))
-        self._pool: ProcessPoolExecutor | None = None
 
     def _started(self) -> ProcessPoolExecutor:
-        if self._pool is None:
+        key = (os.getpid(), self.size)  # a forked child makes its own (its parent's pool does not work there)
+        pool = _POOLS.get(key)
+        if pool is None:
             methods = multiprocessing.get_all_start_methods()
             context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
             if context.get_start_method() == "forkserver":
                 context.set_forkserver_preload(["kplace.solver.cpsat.clock"])
-            self._pool = ProcessPoolExecutor(max_workers=self.size, mp_context=context)
-        return self._pool
+            pool = _POOLS[key] = ProcessPoolExecutor(max_workers=self.size, mp_context=context)
+        return pool
 
     def map(self, fn: Callable[[Any], Any], tasks: list[Any]) -> list[Any]:
         pool = self._started()
@@ -96,12 +106,36 @@ class ProcessPool:
         for future in futures:
             exc = future.exception()
             out.append(exc if exc is not None else future.result())
+        if any(isinstance(x, BrokenProcessPool) for x in out):  # a worker died: the next run starts a new pool
+            _POOLS.pop((os.getpid(), self.size), None)
         return out
 
+    def submit(self, fn: Callable[[Any], Any], task: Any) -> Future:
+        return self._started().submit(fn, task)
+
+    def first_done(self, handles: dict[Any, Future]) -> tuple[Any, Any]:
+        """(key, result or exception) of a finished one of `handles`, which loses it."""
+        done, _ = wait(list(handles.values()), return_when=FIRST_COMPLETED)
+        key = next(k for k, f in handles.items() if f in done)
+        future = handles.pop(key)
+        exc = future.exception()
+        if isinstance(exc, BrokenProcessPool):
+            _POOLS.pop((os.getpid(), self.size), None)
+        return key, exc if exc is not None else future.result()
+
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        pass
+
+
+_POOLS: dict[tuple[int, int], ProcessPoolExecutor] = {}
+
+
+@atexit.register
+def _shutdown_pools() -> None:
+    for (pid, _), pool in list(_POOLS.items()):
+        if pid == os.getpid():
+            pool.shutdown(wait=True, cancel_futures=True)
+    _POOLS.clear()
 
 
 class Ray:
@@ -132,20 +166,28 @@ class Ray:
         self.cpus_per_task = min(self.cpus_per_task, max(1, int(ray.cluster_resources().get("CPU", 1))))
 
     def map(self, fn: Callable[[Any], Any], tasks: list[Any]) -> list[Any]:
-        ray = self._ray
+        return [self._get(ref) for ref in [self.submit(fn, task) for task in tasks]]
+
+    def submit(self, fn: Callable[[Any], Any], task: Any) -> Any:
         remote = self._remote.get(fn)
         if remote is None:
-            remote = self._remote[fn] = ray.remote(num_cpus=self.cpus_per_task, max_retries=0)(fn)
-        refs = [remote.remote(task) for task in tasks]
-        out = []
-        for ref in refs:
-            try:
-                out.append(ray.get(ref))
-            except ray.exceptions.RayTaskError as exc:
-                out.append(exc.as_instanceof_cause())
-            except ray.exceptions.RayError as exc:  # the worker died, the cluster went away
-                out.append(exc)
-        return out
+            remote = self._remote[fn] = self._ray.remote(num_cpus=self.cpus_per_task, max_retries=0)(fn)
+        return remote.remote(task)
+
+    def first_done(self, handles: dict[Any, Any]) -> tuple[Any, Any]:
+        """(key, result or exception) of a finished one of `handles`, which loses it."""
+        (ref,), _ = self._ray.wait(list(handles.values()), num_returns=1)
+        key = next(k for k, r in handles.items() if r == ref)
+        return key, self._get(handles.pop(key))
+
+    def _get(self, ref: Any) -> Any:
+        ray = self._ray
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            return exc.as_instanceof_cause()
+        except ray.exceptions.RayError as exc:  # the worker died, the cluster went away
+            return exc
 
     def close(self) -> None:
         if self._started and self._ray.is_initialized():

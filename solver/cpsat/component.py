@@ -116,10 +116,11 @@ def optimise(runner: StageSolver, stage: Stage, seconds: float, gap: float = 0.0
 
 
 def drive(runs: list[Searching[T]], executor: Executor) -> list[T]:
-    """Run generators of searches side by side: in each round every unfinished one is advanced to its next search
-    (models are built here, in order), the round's searches run on `executor` (`Executor.map`, in order), and
-    each answer is sent back to its generator (a search that raised: the exception, raised there). Their
-    results, in order."""
+    """Run generators of searches side by side and return their results, in order. Each is advanced to its next
+    search (its models are built here), the search runs on `executor`, and its answer is sent back (a search that
+    raised: the exception, raised there). Where the executor can (`submit`), a generator's next search goes out as
+    soon as its answer is in; otherwise in rounds, every unfinished generator's next search in one `map`. Either
+    way each generator sees only its own answers, so the results do not depend on the order searches end in."""
     results: list[Any] = [None] * len(runs)
     pending: dict[int, Search] = {}
 
@@ -131,12 +132,20 @@ def drive(runs: list[Searching[T]], executor: Executor) -> list[T]:
 
     for i in range(len(runs)):
         advance(i, None)
-    while pending:
-        order = sorted(pending)
-        tasks = [pending.pop(i) for i in order]
-        for i, answer in zip(order, executor.map(search, tasks if executor.local else [t.portable() for t in tasks]),
-                             strict=True):
-            advance(i, answer)
+    if executor.local or not hasattr(executor, "submit"):
+        while pending:
+            order = sorted(pending)
+            tasks = [pending.pop(i) for i in order]
+            answers = executor.map(search, tasks if executor.local else [t.portable() for t in tasks])
+            for i, answer in zip(order, answers, strict=True):
+                advance(i, answer)
+        return results
+    flying: dict[int, Any] = {}
+    while pending or flying:
+        for i in sorted(pending):
+            flying[i] = executor.submit(search, pending.pop(i).portable())
+        i, answer = executor.first_done(flying)
+        advance(i, answer)
     return results
 
 
