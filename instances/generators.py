@@ -921,7 +921,8 @@ def _fraction_or_count(text: str) -> float:
 _SCALE_PARAMS = [Param("zones", "number of zones", _int_in(1, 26), 3),
                  Param("pending", "pending Deployment pods: a fraction in [0, 1) or a count", _fraction_or_count, 0.2),
                  Param("load", "percent of the cluster's CPU the bound pods fill", _int_in(0, 100), 60),
-                 Param("max-group", "largest Deployment", _int_in(1), 200)]
+                 Param("max-group", "largest Deployment", _int_in(1), 200),
+                 Param("tenants", "dedicated, tainted node pools, one per tenant (1: none)", _int_in(1, 20), 1)]
 
 
 def _scale_stream(nodes: int | None, pods: int | None, seed: int, params: dict[str, str],
@@ -930,7 +931,7 @@ def _scale_stream(nodes: int | None, pods: int | None, seed: int, params: dict[s
     n_nodes = 1000 if nodes is None else nodes
     n_pods = 10 * n_nodes if pods is None else pods
     return scale_items(n_nodes, n_pods, seed, zones=p["zones"], pending=p["pending"], load=p["load"],
-                       max_group=p["max-group"], meta=meta)
+                       max_group=p["max-group"], meta=meta, tenants=p["tenants"])
 
 
 def _scale(nodes: int | None, pods: int | None, seed: int, params: dict[str, str]) -> Obj:
@@ -973,7 +974,8 @@ _GENERATORS: dict[str, tuple[str, Callable[..., Obj]]] = {
     "scale": ("big production shapes, streamed (50,000 nodes / 500,000 pods): node pools of different sizes over "
               "zones, tainted GPU nodes, DaemonSet pods on every node, Deployments with spread and hostname "
               "anti-affinity, 4 PriorityClasses, PDBs; --pods counts every pod; params pending=fraction|count "
-              "(default 0.2), load=% of CPU bound (60), zones (3), max-group (200)", _scale),
+              "(default 0.2), load=% of CPU bound (60), zones (3), max-group (200), tenants=K dedicated tainted node "
+              "pools that the teams' Deployments select (1: none)", _scale),
 }
 
 

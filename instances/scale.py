@@ -17,7 +17,13 @@ Shape:
   [0, 1) or a count; default 0.2) are pending (scale-ups of running Deployments and new ones), the others are bound,
   their requests scaled as they go so that they fill about `load`% (default 60) of the CPU off the gpu pool
   (DaemonSets included; GPU pods ask a fixed 2 CPU and 16Gi per GPU), each node up to its own level
-  drawn within ±20 points of it, consistently with capacity, taints and anti-affinity (zone by zone, round robin).
+  drawn within ±20 points of it, consistently with capacity, taints and anti-affinity (zone by zone, round robin);
+- `tenants` K > 1 (default 1: none): a multi-tenant cluster of K dedicated node pools. Every node belongs to one
+  tenant (each pool's nodes dealt round robin, a zone's worth at a time, so every tenant has nodes of every pool it
+  is big enough for, in every zone), labelled `kplace.io/tenant=tenant-k` and tainted with it (NoSchedule); team
+  namespace k belongs to tenant k mod K, and its Deployments select their tenant's nodes and tolerate its taint
+  (a tenant without GPU nodes runs no gpu Deployment). No pod can share a node with another tenant's, so a window
+  is K independent models at least (`solver.executors` solves them side by side).
 
 A bound pod that finds no room within a few nodes of its zone's cursor stays pending (the `kplace.io/overflow`
 annotation counts them). The List's metadata comes after its items, so that its counts are the written ones.
@@ -26,6 +32,7 @@ annotation counts them). The List's metadata comes after its items, so that its 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,6 +45,7 @@ POOL = "node.kubernetes.io/pool"
 INSTANCE = "node.kubernetes.io/instance-type"
 GPU = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
+TENANT = "kplace.io/tenant"
 
 # name, instance type, cpu, memory Gi, pod limit, gpus, share of the nodes
 POOLS = [("general", "m-8x32", 8, 32, 110, 0, 55), ("compute", "c-16x64", 16, 64, 110, 0, 25),
@@ -99,8 +107,9 @@ class _Cluster:
     """Free capacity per node (cpu m, memory Mi, pods, gpus, under each node's fill level) and a round-robin cursor
     per (pool, zone): where the next bound pod goes."""
 
-    def __init__(self, rng: random.Random, n_nodes: int, zones: list[str], load: int) -> None:
+    def __init__(self, rng: random.Random, n_nodes: int, zones: list[str], load: int, tenants: int = 1) -> None:
         self.names: list[str] = []
+        self.tenant_of: list[int] = []
         self.pool_of: list[int] = []
         self.zone_of: list[int] = []
         self.cpu: list[int] = []
@@ -115,8 +124,10 @@ class _Cluster:
                 i = len(self.names)
                 z = j % len(zones)
                 self.names.append(f"{POOLS[p][0]}-{zones[z].removeprefix('zone-')}-{j:05d}")
+                t = j // len(zones) % tenants
                 self.pool_of.append(p)
                 self.zone_of.append(z)
+                self.tenant_of.append(t)
                 _, _, cpu, mem, pods, gpus, _ = POOLS[p]
                 self.cpu.append(cpu * 1000)
                 self.mem.append(mem * 1024)
@@ -124,7 +135,7 @@ class _Cluster:
                 self.gpu.append(gpus)
                 level = min(100.0, max(0.0, load + rng.uniform(-20, 20))) / 100
                 self.cap_cpu.append(int(cpu * 1000 * (1 - level)))  # free cpu kept back
-                self.lists.setdefault((p, z), []).append(i)
+                self.lists.setdefault((p, z, t), []).append(i)
         self.cursor = dict.fromkeys(self.lists, 0)
 
     def take(self, i: int, cpu: int, mem: int, gpu: int) -> None:
@@ -134,33 +145,38 @@ class _Cluster:
         self.gpu[i] -= gpu
 
     def place(self, pools: list[int], zone: int, n_zones: int, cpu: int, mem: int, gpu: int,
-              avoid: set[int] | None, tries: int = 24) -> int | None:
-        """The next node (round robin from the cursor of each (pool, zone), `zone` first) with room under its fill
-        level and not in `avoid`, else with room at all; None after `tries` nodes of each, twice."""
+              avoid: set[int] | None, tries: int = 24, tenant: int = 0) -> int | None:
+        """The next node of `tenant` (round robin from the cursor of each (pool, zone), `zone` first) with room under
+        its fill level and not in `avoid`, else with room at all; None after `tries` nodes of each, twice."""
         for level in (True, False):
-            found = self._place(pools, zone, n_zones, cpu, mem, gpu, avoid, tries, level)
+            found = self._place(pools, zone, n_zones, cpu, mem, gpu, avoid, tries, level, tenant)
             if found is not None:
                 return found
         return None
 
     def _place(self, pools: list[int], zone: int, n_zones: int, cpu: int, mem: int, gpu: int,
-               avoid: set[int] | None, tries: int, level: bool) -> int | None:
+               avoid: set[int] | None, tries: int, level: bool, tenant: int) -> int | None:
         for dz in range(n_zones):
             z = (zone + dz) % n_zones
             for p in pools:
-                nodes = self.lists.get((p, z))
+                key = (p, z, tenant)
+                nodes = self.lists.get(key)
                 if not nodes:
                     continue
-                start = self.cursor[(p, z)]
+                start = self.cursor[key]
                 for k in range(min(tries, len(nodes))):
                     i = nodes[(start + k) % len(nodes)]
                     floor = self.cap_cpu[i] if level else 0
                     if (self.cpu[i] - cpu >= floor and self.mem[i] >= mem and self.pods[i] >= 1
                             and self.gpu[i] >= gpu and (avoid is None or i not in avoid)):
-                        self.cursor[(p, z)] = (start + k + 1) % len(nodes)
+                        self.cursor[key] = (start + k + 1) % len(nodes)
                         self.take(i, cpu, mem, gpu)
                         return i
         return None
+
+
+def _tenant_taint(tenant: int) -> Obj:
+    return {"key": TENANT, "value": f"tenant-{tenant}", "effect": "NoSchedule"}
 
 
 def _spread(key: str, app: str, hard: bool) -> Obj:
@@ -182,12 +198,12 @@ def _group_spec(kind: str, app: str) -> Obj:
 
 
 def scale_items(n_nodes: int, n_pods: int, seed: int, zones: int = 3, pending: float = 0.2, load: int = 60,
-                max_group: int = 200, meta: dict[str, str] | None = None) -> Iterator[Obj]:
+                max_group: int = 200, meta: dict[str, str] | None = None, tenants: int = 1) -> Iterator[Obj]:
     """The state's objects one by one (namespaces, classes, nodes, DaemonSet pods, Deployment pods, PDBs); `meta`
     receives the List's annotations once the last is out."""
     rng = random.Random(f"scale-{seed}")
     zone_names = [f"zone-{chr(ord('a') + k)}" for k in range(zones)]
-    cluster = _Cluster(random.Random(f"scale-fill-{seed}"), n_nodes, zone_names, load)
+    cluster = _Cluster(random.Random(f"scale-fill-{seed}"), n_nodes, zone_names, load, tenants)
     for ns in ["kube-system", "monitoring", *(f"team-{k:02d}" for k in range(TEAMS))]:
         yield {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
     for name, value, desc in PRIORITIES:
@@ -209,6 +225,9 @@ def scale_items(n_nodes: int, n_pods: int, seed: int, zones: int = 3, pending: f
                                 "conditions": [{"type": "Ready", "status": "True"}]}}
         if gpus:
             node["spec"]["taints"] = [GPU_TAINT]
+        if tenants > 1:
+            labels[TENANT] = f"tenant-{cluster.tenant_of[i]}"
+            node["spec"]["taints"] = [*node["spec"].get("taints", []), _tenant_taint(cluster.tenant_of[i])]
         yield node
     t = 0
     ds_pods = 0
@@ -239,16 +258,19 @@ def scale_items(n_nodes: int, n_pods: int, seed: int, zones: int = 3, pending: f
     gpu_pools = [p for p, pool in enumerate(POOLS) if pool[5]]
     written = bound = overflow = groups = pdbs = 0
     pdb_list: list[Obj] = []
-    n_gpu_nodes = sum(1 for g in cluster.gpu if g)
+    gpu_nodes = Counter(t for t, g in zip(cluster.tenant_of, cluster.gpu, strict=True) if g)
+    tenant_nodes = Counter(cluster.tenant_of)
     while written < n_app:
         kind = rng.choices([k for k, _ in KINDS], weights=[w for _, w in KINDS])[0]
-        if kind == "gpu" and not n_gpu_nodes:
-            kind = "worker"
         size = min(max_group, int(2 * rng.paretovariate(1.1)), n_app - written)
+        team = rng.randrange(TEAMS)
+        tenant = team % tenants
+        if kind == "gpu" and not gpu_nodes[tenant]:
+            kind = "worker"
         if kind == "web":
-            size = min(size, n_nodes)
+            size = min(size, tenant_nodes[tenant])
         app = f"{kind}-{groups:06d}"
-        ns = f"team-{rng.randrange(TEAMS):02d}"
+        ns = f"team-{team:02d}"
         groups += 1
         # requests scaled so that the bound pods' CPU heads for the target (within half to twice the mean scale);
         # pending pods ask what bound ones do on average
@@ -265,6 +287,10 @@ def scale_items(n_nodes: int, n_pods: int, seed: int, zones: int = 3, pending: f
         priority = {"web": "prod-high", "service": "prod", "worker": "prod", "batch": "batch-low",
                     "gpu": "prod-high"}[kind]
         spec = _group_spec(kind, app)
+        if tenants > 1:
+            spec["nodeSelector"] = {**spec.get("nodeSelector", {}), TENANT: f"tenant-{tenant}"}
+            spec["tolerations"] = [*spec.get("tolerations", []), {"key": TENANT, "operator": "Equal",
+                                                                   "value": f"tenant-{tenant}", "effect": "NoSchedule"}]
         labels = {"app": app, "tier": kind}
         owner = ("ReplicaSet", f"{app}-{rng.randrange(16**8):08x}")
         pools = gpu_pools if gpu else general
@@ -277,7 +303,7 @@ def scale_items(n_nodes: int, n_pods: int, seed: int, zones: int = 3, pending: f
                 asked += cpu if not gpu else 0
                 z = (zone + r) % zones if kind in ("web", "service") else rng.randrange(zones)
                 shuffled = pools if len(pools) == 1 else rng.sample(pools, len(pools))
-                i = cluster.place(shuffled, z, zones, cpu, mem, gpu, avoid)
+                i = cluster.place(shuffled, z, zones, cpu, mem, gpu, avoid, tenant=tenant)
                 if i is None:
                     overflow += 1
                 else:
@@ -304,3 +330,5 @@ def scale_items(n_nodes: int, n_pods: int, seed: int, zones: int = 3, pending: f
                      "kplace.io/overflow": str(overflow), "kplace.io/deployments": str(groups),
                      "kplace.io/pdbs": str(pdbs), "kplace.io/load": str(load),
                      "kplace.io/request-scale": f"{base:.3f}"})
+        if tenants > 1:
+            meta["kplace.io/tenants"] = str(tenants)

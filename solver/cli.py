@@ -305,6 +305,20 @@ def CPSAT_OPTS(f):
     return f
 
 
+def EXECUTOR_OPTS(f):
+    """Where the CP-SAT searches run: --executor, --ray-address."""
+    f = click.option("--ray-address", default=None, metavar="ADDRESS",
+                     help="With --executor ray: the Ray cluster to join (default: $RAY_ADDRESS, else a local Ray "
+                          "instance started for the run).")(f)
+    return click.option(
+        "--executor", type=click.Choice(["auto", "inprocess", "pool", "ray"]), default="auto", show_default=True,
+        help="Where a window's independent components are searched: here, one after another (inprocess); side by "
+             "side in a local process pool of cores/--workers processes (pool); or on Ray (ray, `pip install "
+             "'kplace[ray]'`). auto: the pool when a window has more than one component and the pool runs more "
+             "than one search at a time, else inprocess. Every executor gives the same plan in deterministic "
+             "mode.")(f)
+
+
 PDB_OPT = click.option(
     "--allow-pdb-violations", is_flag=True,
     help="Preemption may take a PodDisruptionBudget below zero as a last resort, as kube-scheduler does (each such "
@@ -387,6 +401,7 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
 @click.option("--engine", type=click.Choice(["cpsat", "greedy"]), default="cpsat", show_default=True,
               help="cpsat decides a window of pods at once; greedy reproduces kube-scheduler.")
 @CPSAT_OPTS
+@EXECUTOR_OPTS
 @CONFIG_OPT
 @click.option("--tie-break", type=click.Choice(["order", "random"]), default="order", show_default=True,
               help="order: kube's heap order (1.35 on; deterministic); random: uniform among top nodes, seeded.")
@@ -410,9 +425,9 @@ def load_index(state: tuple[str, ...], config_path: str | None, kubeconfig: str 
               help="Wall-clock seconds for the whole CP-SAT decision (greedy passes, models, searches, fallbacks; "
                    "loading not included). Once passed, the windows left take greedy's plan and the output says so; "
                    "a run that ends before it is the deterministic one. Default: --time-limit; 0: no deadline.")
-def schedule(state, engine, window, time_limit, workers, objective, deterministic, config_path, tie_break, seed,
-             output, out_file, bind, manifest_format, quiet, fail_on_unplaced, kubeconfig, context, dry_run,
-             allow_pdb_violations, allow_moves, deadline):
+def schedule(state, engine, window, time_limit, workers, objective, deterministic, executor, ray_address, config_path,
+             tie_break, seed, output, out_file, bind, manifest_format, quiet, fail_on_unplaced, kubeconfig, context,
+             dry_run, allow_pdb_violations, allow_moves, deadline):
     """Place every pending pod and report each pod's node, or kube's reason why not.
 
     \b
@@ -424,6 +439,7 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
       kplace schedule --kubeconfig ~/.kube/config --bind api --dry-run
       kplace schedule state.json --allow-moves 5
       kplace schedule big.json --time-limit 60 --deadline 60   # decided within a minute of wall time
+      kplace schedule tenants.json --workers 1 --executor pool   # independent components side by side
     """
     from .output import dumps, write_atomic, write_data
     from .report import render_plan
@@ -443,7 +459,7 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
 
         opts = CpsatOptions(window=window, time_limit=time_limit, workers=workers, seed=seed, objective=objective,
                             deterministic=deterministic, tie_break=tie_break,
-                            allow_pdb_violations=allow_pdb_violations,
+                            allow_pdb_violations=allow_pdb_violations, executor=executor, ray_address=ray_address,
                             deadline=time_limit if deadline is None else deadline or None)
     with schedule_progress(engine, opts, quiet) as on_pod:
         plan = decide(index, config, engine, cpsat_options=opts, tie_break=tie_break, seed=seed, on_pod=on_pod,

@@ -48,6 +48,8 @@ class CompareOptions:
     isolate: bool = True  # each engine in a forked child process (own wall time and peak RSS)
     allow_pdb_violations: bool = False
     allow_moves: int = 0  # CP-SAT may move up to this many running pods (`cpsat.moves`)
+    executor: str = "auto"  # where CP-SAT's searches run (`solver.executors`)
+    ray_address: str | None = None
 
 
 @dataclass
@@ -98,7 +100,8 @@ def _cpsat_options(opts: CompareOptions, hook):
 
     return CpsatOptions(window=opts.window, time_limit=opts.time_limit, workers=opts.workers, seed=opts.seed,
                         objective=opts.objective, deterministic=opts.deterministic, tie_break=opts.tie_break,
-                        on_progress=hook, allow_pdb_violations=opts.allow_pdb_violations)
+                        on_progress=hook, allow_pdb_violations=opts.allow_pdb_violations, executor=opts.executor,
+                        ray_address=opts.ray_address)
 
 
 def _decide(index, config, engine, opts, emit) -> tuple[Plan, float, list]:

@@ -11,6 +11,7 @@ from ..cli import (
     CONFIG_OPT,
     CONTEXT_OPT,
     CPSAT_OPTS,
+    EXECUTOR_OPTS,
     KUBECONFIG_OPT,
     MOVES_OPT,
     NAMESPACE_OPTS,
@@ -88,6 +89,7 @@ def _kube_states(index, baseline: str):
 @click.command()
 @STATE_ARG
 @CPSAT_OPTS
+@EXECUTOR_OPTS
 @CONFIG_OPT
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for every random choice.")
 @OUTPUT_OPTS("table", "wide", "json", "yaml")
@@ -101,8 +103,8 @@ def _kube_states(index, baseline: str):
 @CONTEXT_OPT
 @PDB_OPT
 @MOVES_OPT
-def compare(state, time_limit, window, workers, objective, deterministic, config_path, seed, output, report_dir,
-            baseline, kubeconfig, context, allow_pdb_violations, allow_moves):
+def compare(state, time_limit, window, workers, objective, deterministic, executor, ray_address, config_path, seed,
+            output, report_dir, baseline, kubeconfig, context, allow_pdb_violations, allow_moves):
     """Run kube-scheduler's greedy loop and the CP-SAT engine on the same state and compare them side by side.
 
     Both plans are verified; every figure (pods placed per priority, pending reasons, nodes used, allocation,
@@ -125,7 +127,7 @@ def compare(state, time_limit, window, workers, objective, deterministic, config
     index, config = load_index(state, config_path, kubeconfig, context)
     opts = CompareOptions(time_limit=time_limit, window=window, workers=workers, seed=seed, objective=objective,
                           deterministic=deterministic, allow_pdb_violations=allow_pdb_violations,
-                          allow_moves=allow_moves)
+                          allow_moves=allow_moves, executor=executor, ray_address=ray_address)
     started = time.perf_counter()
     with _kube_states(index, baseline) as kube, _progress_display(time_limit, enabled=True) as progress:
         cmp = run_compare(index, config, opts, progress, kube)

@@ -13,14 +13,15 @@ full domains from that plan when time is left.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 import numpy as np
 from kplace.models.index import ClusterIndex
 from ortools.sat.python import cp_model
 
+from ..executors import IN_PROCESS, Executor
 from ..framework.encoding import EncodingContext, ObjectiveTerm
 from ..framework.plugin import Plugin
 from ..framework.runtime import internal_error
@@ -29,7 +30,7 @@ from ..plugins import encodings
 from ..plugins.defaultpreemption.encoding import Victims
 from ..plugins.defaultpreemption.encoding import post as post_victims
 from .builder import post_constraints
-from .clock import SearchClock
+from .clock import Answer, Search, SearchClock, search
 from .domains import GroupDomain
 from .groups import GroupMatcher, PodGroup
 from .objective import Stage, disruption_stage, objective_stages
@@ -38,6 +39,7 @@ from .stages import StageSolve, StageSolver
 from .variables import EVICTED, Variables
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Counts = dict[int, dict[int, int]]  # group id → {node: pods}; EVICTED → {victim idx: 1}
 
@@ -100,7 +102,54 @@ class _Model:
     runner: StageSolver
 
 
-def read_counts(v: Variables, groups: list[PodGroup], solver: cp_model.CpSolver) -> Counts:
+Searching = Generator[Search, "Answer | BaseException", T]  # yields the searches it needs, is sent their answers
+
+
+def optimise(runner: StageSolver, stage: Stage, seconds: float, gap: float = 0.0, light: bool = False,
+             sequential: bool = False) -> Searching[StageSolve]:
+    """`StageSolver.optimise`, its search yielded to whoever runs it."""
+    task = runner.prepare(stage, seconds, gap, light, sequential)
+    answer = yield task
+    if isinstance(answer, BaseException):
+        raise answer
+    return runner.finish(stage, task, answer)
+
+
+def drive(runs: list[Searching[T]], executor: Executor) -> list[T]:
+    """Run generators of searches side by side and return their results, in order. Each is advanced to its next
+    search (its models are built here), the search runs on `executor`, and its answer is sent back (a search that
+    raised: the exception, raised there). Where the executor can (`submit`), a generator's next search goes out as
+    soon as its answer is in; otherwise in rounds, every unfinished generator's next search in one `map`. Either
+    way each generator sees only its own answers, so the results do not depend on the order searches end in."""
+    results: list[Any] = [None] * len(runs)
+    pending: dict[int, Search] = {}
+
+    def advance(i: int, answer: Any) -> None:
+        try:
+            pending[i] = runs[i].send(answer)
+        except StopIteration as stop:
+            results[i] = stop.value
+
+    for i in range(len(runs)):
+        advance(i, None)
+    if executor.local or not hasattr(executor, "submit"):
+        while pending:
+            order = sorted(pending)
+            tasks = [pending.pop(i) for i in order]
+            answers = executor.map(search, tasks if executor.local else [t.portable() for t in tasks])
+            for i, answer in zip(order, answers, strict=True):
+                advance(i, answer)
+        return results
+    flying: dict[int, Any] = {}
+    while pending or flying:
+        for i in sorted(pending):
+            flying[i] = executor.submit(search, pending.pop(i).portable())
+        i, answer = executor.first_done(flying)
+        advance(i, answer)
+    return results
+
+
+def read_counts(v: Variables, groups: list[PodGroup], solver: Answer) -> Counts:
     out = {g.gid: {n: int(solver.value(var)) for n, var in v.y[g.gid].items() if solver.value(var)} for g in groups}
     if v.evict:
         out[EVICTED] = {i: 1 for i, e in v.evict.items() if solver.value(e)}
@@ -154,22 +203,33 @@ class ComponentSolver:
     opts: CpsatOptions
     clock: SearchClock
     score_reference: ClusterState  # the window's hint state: score terms estimate their normalisation ranges there
+    # the executor a window's searches run on, given how many components have work (None: here)
+    executor: Callable[[int], Executor] | None = None
 
     def solve_all(self, w: WindowModels, budget: float) -> ComponentResult:
-        """Solve each component in its share of the budget (by model size) and merge the results."""
+        """Solve each component in its share of the budget (by model size) and merge the results. The components
+        are independent models, searched side by side (`drive`): each counts its search time on its own clock
+        (`SearchClock.child`), added back in component order, and the results merge in component order, so the
+        plan is the same whichever executor ran the searches."""
         sizes = [sum(len(w.scope[g.gid]) for g in c) + 1 for c in w.comps]
+        work = [not all(not w.scope[g.gid].size for g in comp) for comp in w.comps]
+        mines = [evictions_on(w.victims, {n for g in comp for n in w.scope[g.gid].tolist()}) for comp in w.comps]
+        children = [replace(self, clock=self.clock.child()) for _ in w.comps]
+        runs = [child._solve_component(w, comp, mine, budget * size / sum(sizes))
+                for child, comp, mine, size, todo in zip(children, w.comps, mines, sizes, work, strict=True) if todo]
+        results = iter(drive(runs, self.executor(len(runs)) if self.executor else IN_PROCESS))
         merged = ComponentResult({}, True, 0.0, 0.0, 0.0)
-        for comp, size in zip(w.comps, sizes, strict=True):
-            if all(not w.scope[g.gid].size for g in comp):
+        for comp, mine, child, todo in zip(w.comps, mines, children, work, strict=True):
+            if not todo:
                 merged.counts.update({g.gid: {} for g in comp})
                 continue
-            mine = evictions_on(w.victims, {n for g in comp for n in w.scope[g.gid].tolist()})
-            res = self._solve_component(w, comp, mine, budget * size / sum(sizes))
+            res = next(results)
+            self.clock.absorb(child.clock)
             merged.merge(res, mine(res.counts))
         return merged
 
     def _solve_component(self, w: WindowModels, comp: list[PodGroup], mine: Callable[[dict], dict[int, int]],
-                         budget: float) -> ComponentResult:
+                         budget: float) -> Searching[ComponentResult]:
         """One component in its budget; a scoped model whose plan leaves pods out is retried with full domains
         from that plan (not with preemption: its evictions are decided on the scopes' nodes, each in one
         component). When greedy already leaves pods of a scoped component out, the scoped solve gets half the
@@ -180,8 +240,8 @@ class ComponentSolver:
         scoped = [g for g in comp if len(w.scope[g.gid]) < len(w.domains[g.gid].nodes)]
         short = any(sum(ref[g.gid].values()) < g.size for g in comp)
         try:
-            res = self.solve(comp, w.domains, w.scope, start, budget / 2 if scoped and short else budget,
-                             w.volume_hint, ref, w.victims, w.freed)
+            res = yield from self.searches(comp, w.domains, w.scope, start, budget / 2 if scoped and short else budget,
+                                           w.volume_hint, ref, w.victims, w.freed)
         except Exception as exc:  # the window keeps greedy's plan rather than failing
             log.exception("building or solving a model of %d groups failed", len(comp))
             return ComponentResult(start, False, 0, 0, 0,
@@ -191,8 +251,8 @@ class ComponentSolver:
         if not (res.ok and scoped and unplaced and left > 0.1 and w.victims is None):  # evictions stay in the scopes
             return res
         full = {g.gid: w.domains[g.gid].nodes if g in scoped else w.scope[g.gid] for g in comp}
-        retry = self.solve(comp, w.domains, full, res.counts, left, {**w.volume_hint, **res.volumes}, ref,
-                           w.victims, w.freed)
+        retry = yield from self.searches(comp, w.domains, full, res.counts, left, {**w.volume_hint, **res.volumes},
+                                         ref, w.victims, w.freed)
         if not retry.ok:
             return res
         retry.stages = [*res.stages, *({**s, "stage": s["stage"] + " (full domains)"} for s in retry.stages)]
@@ -202,13 +262,22 @@ class ComponentSolver:
               hint: Counts, seconds: float, volume_hint: dict[str, str] | None = None, reference: Counts | None = None,
               victims: Victims | None = None, freed: dict[int, dict[int, np.ndarray]] | None = None
               ) -> ComponentResult:
+        """`searches`, every search run here."""
+        return drive([self.searches(groups, domains, scope, hint, seconds, volume_hint, reference, victims, freed)],
+                     IN_PROCESS)[0]
+
+    def searches(self, groups: list[PodGroup], domains: dict[int, GroupDomain], scope: dict[int, np.ndarray],
+                 hint: Counts, seconds: float, volume_hint: dict[str, str] | None = None,
+                 reference: Counts | None = None, victims: Victims | None = None,
+                 freed: dict[int, dict[int, np.ndarray]] | None = None) -> Searching[ComponentResult]:
         """Solve one component's stages from `hint`; each stage's "greedy" figure is `reference` (greedy's
         counts; the hint when not given) evaluated on the same expression. When some group is scoped and pods
         stay out, the scoped optimum proves nothing for the whole domains: the result is not optimal, placed
-        stages report their trivial bound (every pod placed) and every stage says `"scoped": true`."""
+        stages report their trivial bound (every pod placed) and every stage says `"scoped": true`. A generator:
+        it yields each search it needs and is sent its answer (`drive`)."""
         m = self._model(groups, domains, scope, volume_hint or {}, victims, freed)
         m.v.add_hint(hint)
-        res = self._run_stages(m, groups, hint, hint if reference is None else reference, seconds)
+        res = yield from self._run_stages(m, groups, hint, hint if reference is None else reference, seconds)
         if res.ok:
             self._whole_domain_bounds(res, m, groups, domains, scope, victims)
         return res
@@ -232,7 +301,7 @@ class ComponentSolver:
                       StageSolver(model, self.clock, self.opts.on_progress))
 
     def _run_stages(self, m: _Model, groups: list[PodGroup], hint: Counts, reference: Counts, seconds: float
-                    ) -> ComponentResult:
+                    ) -> Searching[ComponentResult]:
         """The stages in order, each fixed at its value before the next; a stage that finds nothing in time keeps
         the previous stage's plan (the first: the component fails)."""
         res = ComponentResult(hint, True, 0.0, 0.0, 0.0, volumes=m.claims.derive(hint) if m.claims.derive else {})
@@ -249,8 +318,8 @@ class ComponentSolver:
                                    "bound": res.bound, "greedy": res.greedy_objective, "seconds": 0.0})
                 continue
             share = (seconds - (self.clock.now() - started)) * (1.0 if last else stage.share)
-            run = (self._surrogate(m, groups, stage, res.counts, share) if stage.surrogate
-                   else m.runner.optimise(stage, max(0.05, share)))
+            run = yield from (self._surrogate(m, groups, stage, res.counts, share) if stage.surrogate
+                              else optimise(m.runner, stage, max(0.05, share)))
             entry = run.entry(stage.name)
             if not run.ok:
                 res.stages.append(entry)
@@ -275,8 +344,8 @@ class ComponentSolver:
         before = stage.evaluate(res.counts)
         if run.value < before if stage.maximize else run.value > before:
             return before
-        res.counts = read_counts(m.v, groups, run.solver)
-        res.volumes = m.claims.read(run.solver.value)
+        res.counts = read_counts(m.v, groups, run.result)
+        res.volumes = m.claims.read(run.result.value)
         return run.value
 
     @staticmethod
@@ -286,11 +355,11 @@ class ComponentSolver:
         status, objective or bound of a surrogate stands for the plan)."""
         if stage.surrogate:
             entry.update({"status": "FEASIBLE", "surrogate": stage.surrogate, "surrogate_objective": value,
-                          "surrogate_bound": float(run.solver.best_objective_bound),
+                          "surrogate_bound": float(run.result.best_objective_bound),
                           "surrogate_greedy": float(stage.evaluate(reference)),
                           "surrogate_optimum_proven": run.status == cp_model.OPTIMAL})
             return
-        res.objective, res.bound = float(value), float(run.solver.best_objective_bound)
+        res.objective, res.bound = float(value), float(run.result.best_objective_bound)
         res.greedy_objective = float(stage.evaluate(reference))
         entry.update({"objective": value, "bound": res.bound, "greedy": res.greedy_objective})
 
@@ -322,7 +391,7 @@ class ComponentSolver:
                     res.bound = 0.0
 
     def _surrogate(self, m: _Model, groups: list[PodGroup], stage: Stage, counts: Counts, share: float
-                   ) -> StageSolve:
+                   ) -> Searching[StageSolve]:
         """A surrogate stage: a probe first (SURROGATE_PROBE, shorter for small models, a twentieth of it when every
         term is node-local: greedy's myopia shows in the domain counts that tie pods on different nodes), and
         the rest of its effort (SURROGATE_EFFORT, at most half the share: its products tick deterministic time
@@ -338,15 +407,16 @@ class ComponentSolver:
         probe = SURROGATE_PROBE[0] * min(1.0, pods / SURROGATE_PROBE[2]) + size / SURROGATE_PROBE[1]
         probe = min(effort, probe * (LOCAL_PROBE if m.local else 1.0))
         wall = 1.0 if self.opts.deterministic else 2.0
-        first = m.runner.optimise(stage, max(0.01, wall * probe), SURROGATE_GAP, light=True, sequential=m.local)
+        first = yield from optimise(m.runner, stage, max(0.01, wall * probe), SURROGATE_GAP, light=True,
+                                    sequential=m.local)
         rest = effort - probe
         before = stage.evaluate(counts)
         if (first.status != cp_model.FEASIBLE or rest < 0.05
-                or first.solver.objective_value - before <= SURROGATE_GAP * max(1, abs(before))):
+                or first.result.objective_value - before <= SURROGATE_GAP * max(1, abs(before))):
             return first  # proven, or too little gained to search on
-        m.v.add_hint(read_counts(m.v, groups, first.solver))
-        more = m.runner.optimise(stage, max(0.05, wall * rest), SURROGATE_GAP, light=True)
-        return more if more.ok and more.solver.objective_value >= first.solver.objective_value else first
+        m.v.add_hint(read_counts(m.v, groups, first.result))
+        more = yield from optimise(m.runner, stage, max(0.05, wall * rest), SURROGATE_GAP, light=True)
+        return more if more.ok and more.result.objective_value >= first.result.objective_value else first
 
     def _score_terms(self, v: Variables, groups: list[PodGroup], match: GroupMatcher
                      ) -> tuple[list[ObjectiveTerm], list[str]]:

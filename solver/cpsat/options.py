@@ -24,6 +24,11 @@ class CpsatOptions:
     deterministic: bool = True
     tie_break: str = "order"
     allow_pdb_violations: bool = False  # preemption may take a PDB below zero, at the highest disruption cost
+    # where a window's components are searched (`solver.executors`): auto (a local process pool when more than one
+    # component has a model and the machine runs more than one search at a time, else here), inprocess, pool or
+    # ray; every one gives the same plan in deterministic mode
+    executor: str = "auto"
+    ray_address: str | None = None  # the Ray cluster to join (None: RAY_ADDRESS, else a local instance)
     # Optional progress hook: called as on_progress(seconds, objective, bound, stage) at every solution CP-SAT
     # finds and once at the end of each solve (seconds: that solve's wall time). Observes only; None: no hook.
     on_progress: Callable[[float, float, float, str], None] | None = None

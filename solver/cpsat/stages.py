@@ -3,7 +3,9 @@
 Stages s₁ … s_k (`objective.Stage`) are optimised in order on one model: stage i maximises (or minimises) its
 expression e_i; once solved at value v_i it is fixed, e_i ≥ v_i (≤ for a minimisation), so every later stage keeps
 the earlier stages' optimum (or the best value found in time), and the next stage starts from the last solution.
-Every solve runs on one `SearchClock`, so the budgets and the net are counted the same way everywhere.
+Every solve runs on one `SearchClock`, so the budgets and the net are counted the same way everywhere. A solve is
+`prepare`d (the objective set, the solver's parameters fixed: a `clock.Search`), run wherever (`clock.search`, here
+or in an executor's worker) and `finish`ed (counted on the clock); `optimise` does all three here.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from .clock import SearchClock
+from .clock import Answer, Search, SearchClock, search
 from .objective import Stage
 
 Progress = Callable[[float, float, float, str], None]  # (seconds, objective, bound, stage)
@@ -31,10 +33,10 @@ class _Callback(cp_model.CpSolverSolutionCallback):
 
 @dataclass
 class StageSolve:
-    """One solve of one stage: the solver (for values), its status, and what cut it short (the clock's net or the
-    wall-clock deadline; None: nothing)."""
+    """One solve of one stage: its answer (values, objective, bound), its status, and what cut it short (the clock's
+    net or the wall-clock deadline; None: nothing)."""
 
-    solver: cp_model.CpSolver
+    result: Answer
     status: int
     cut: str | None
 
@@ -49,12 +51,12 @@ class StageSolve:
 
     @property
     def value(self) -> int:
-        return round(self.solver.objective_value)
+        return round(self.result.objective_value)
 
     def entry(self, name: str) -> dict[str, Any]:
         """The stage's line in a plan's `stages`: its status and search time (and the net, when it stopped it)."""
-        out: dict[str, Any] = {"stage": name, "status": self.solver.status_name(self.status),
-                               "seconds": round(self.solver.wall_time, 4)}
+        out: dict[str, Any] = {"stage": name, "status": self.result.status_name(self.status),
+                               "seconds": round(self.result.wall_time, 4)}
         if self.cut is not None:
             out["limit"] = self.cut  # stopped by the clock's net or the deadline: this stage is not reproducible
         return out
@@ -66,11 +68,17 @@ class StageSolver:
 
     def optimise(self, stage: Stage, seconds: float, gap: float = 0.0, light: bool = False,
                  sequential: bool = False) -> StageSolve:
-        """Optimise `stage` for `seconds` on the clock, stopping within `gap` (relative) of the bound if given.
-        `light` presolves once, without probing: for short searches from a complete hint, where a full presolve
-        would take longer than the search. `sequential` searches on one thread, one subsolver, without presolve:
-        for the shortest probes from a complete hint, which an interleaved search overruns (its first batch runs a
-        chunk of every subsolver before the limit is checked) and a presolve would outlast."""
+        """Optimise `stage` for `seconds` on the clock, here (`prepare`, `clock.search`, `finish`)."""
+        task = self.prepare(stage, seconds, gap, light, sequential)
+        return self.finish(stage, task, search(task))
+
+    def prepare(self, stage: Stage, seconds: float, gap: float = 0.0, light: bool = False,
+                sequential: bool = False) -> Search:
+        """The search that optimises `stage` for `seconds` on the clock, stopping within `gap` (relative) of the
+        bound if given. `light` presolves once, without probing: for short searches from a complete hint, where a
+        full presolve would take longer than the search. `sequential` searches on one thread, one subsolver,
+        without presolve: for the shortest probes from a complete hint, which an interleaved search overruns (its
+        first batch runs a chunk of every subsolver before the limit is checked) and a presolve would outlast."""
         (self.model.maximize if stage.maximize else self.model.minimize)(stage.expr)
         solver = self.clock.solver(seconds)
         if gap:
@@ -83,10 +91,15 @@ class StageSolver:
             solver.parameters.interleave_search = False
             solver.parameters.cp_model_presolve = False
         hook = self.on_progress
-        status, cut = self.clock.solve(solver, self.model, _Callback(hook, stage.name) if hook else None)
-        if hook and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            hook(solver.wall_time, solver.objective_value, solver.best_objective_bound, stage.name)
-        return StageSolve(solver, status, cut)
+        return self.clock.task(solver, self.model, _Callback(hook, stage.name) if hook else None)
+
+    def finish(self, stage: Stage, task: Search, answer: Answer) -> StageSolve:
+        """The prepared search's answer, counted on the clock (and reported to the progress hook)."""
+        cut = self.clock.count(task, answer)
+        status = answer.status
+        if self.on_progress and status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            self.on_progress(answer.wall_time, answer.objective_value, answer.best_objective_bound, stage.name)
+        return StageSolve(answer, status, cut)
 
     def fix(self, stage: Stage, value: int) -> None:
         """Keep `stage` at `value` (or better) in every later stage."""
@@ -97,4 +110,4 @@ class StageSolver:
         self.model.clear_hints()
         hint = self.model.proto.solution_hint
         hint.vars.extend(range(len(self.model.proto.variables)))
-        hint.values.extend(solve.solver.response_proto.solution)
+        hint.values.extend(solve.result.solution)

@@ -35,6 +35,7 @@ from typing import Any
 from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.plan import Eviction, Placement, Plan
 
+from ..executors import Chooser
 from ..framework.config import SchedulerConfig, default_config
 from ..framework.state import ClusterState
 from ..greedy import enqueue_gate, unimplemented_warnings
@@ -75,8 +76,15 @@ class CpsatScheduler:
         self._greedy = GreedyPasses(index, self.config, self.opts)
         self._reasons = Reasons(index, self._profile)
         self._greedy_seconds = 0.0  # wall time the windows' greedy passes took (what one greedy run would take)
+        self._executor = Chooser(self.opts.executor, self.opts.workers, self.opts.ray_address)
 
     def run(self) -> Plan:
+        try:
+            return self._run()
+        finally:
+            self._executor.close()
+
+    def _run(self) -> Plan:
         started = time.perf_counter()
         plan = Plan(engine="cpsat")
         pods = []
@@ -167,7 +175,8 @@ class CpsatScheduler:
             n_placed = float(base.greedy_placed)
             self.opts.on_progress(time.perf_counter() - started, n_placed, n_placed, INCUMBENT)
         w = self._setup(pods, base)
-        solver = ComponentSolver(self.index, self.state, self._profile, self.opts, self._clock, base.hint_state)
+        solver = ComponentSolver(self.index, self.state, self._profile, self.opts, self._clock, base.hint_state,
+                                 self._executor)
         cuts = self._clock.cuts
         solved = solver.solve_all(w, seconds if self.opts.deterministic
                                   else max(0.05, seconds - (time.perf_counter() - started)))

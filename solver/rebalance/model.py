@@ -277,10 +277,10 @@ def _optimise(model: cp_model.CpModel, budget: Budget, stages: list[Stage], v: V
             target.stages.append(info)
             return solution, (run.status if solution is None else None)
         value = run.value
-        info.update({"objective": value, "bound": run.solver.best_objective_bound})
+        info.update({"objective": value, "bound": run.result.best_objective_bound})
         target.stages.append(info)
-        solution = ({gid: {n: int(run.solver.value(var)) for n, var in ys.items()} for gid, ys in v.y.items()},
-                    {gid: {n: int(run.solver.value(s)) for n, s in ss.items()} for gid, ss in mv.stays.items()})
+        solution = ({gid: {n: int(run.result.value(var)) for n, var in ys.items()} for gid, ys in v.y.items()},
+                    {gid: {n: int(run.result.value(s)) for n, s in ss.items()} for gid, ss in mv.stays.items()})
         if stage.name.endswith("goal"):
             target.goal_after = value
         if k < len(stages) - 1:

@@ -167,3 +167,27 @@ def test_cli_generate_scale_streams_atomically_and_takes_pending_as_a_flag(tmp_p
 def test_bad_scale_params_are_clear(params, match):
     with pytest.raises(InputError, match=match):
         generate("scale", nodes=10, pods=10, seed=0, params=params)
+
+
+def test_tenants_deal_every_node_to_one_tenant_and_every_deployment_pod_selects_and_tolerates_its_tenant(tmp_path):
+    doc = generate("scale", nodes=200, pods=1500, seed=3, params={"tenants": "4"})
+    snap = _load(doc, tmp_path)
+    tenant_of = {n.metadata.name: n.metadata.labels["kplace.io/tenant"] for n in snap.nodes}
+    assert sorted(set(tenant_of.values())) == [f"tenant-{k}" for k in range(4)]
+    for n in snap.nodes:  # each node tainted with its own tenant
+        assert any(t.key == "kplace.io/tenant" and t.value == tenant_of[n.metadata.name] and t.effect == "NoSchedule"
+                   for t in n.spec.taints)
+    zones = defaultdict(set)
+    for n in snap.nodes:
+        zones[tenant_of[n.metadata.name]].add(n.metadata.labels[ZONE])
+    assert all(len(z) == 3 for z in zones.values())  # every tenant has nodes in every zone
+    app = [p for p in snap.pods if p.metadata.namespace.startswith("team-")]
+    for p in app:
+        tenant = f"tenant-{int(p.metadata.namespace.removeprefix('team-')) % 4}"
+        assert p.spec.node_selector["kplace.io/tenant"] == tenant
+        assert any(t.key == "kplace.io/tenant" and t.value == tenant for t in p.spec.tolerations)
+        if p.spec.node_name:
+            assert tenant_of[p.spec.node_name] == tenant
+    assert doc["metadata"]["annotations"]["kplace.io/tenants"] == "4"
+    assert "kplace.io/tenants" not in generate("scale", nodes=50, pods=300, seed=3, params={})["metadata"][
+        "annotations"]

@@ -63,8 +63,11 @@ def test_a_window_greedy_leaves_short_starts_from_first_fit_decreasing_but_repor
 def test_when_the_search_finds_nothing_in_time_a_reordered_pass_that_beats_greedy_is_kept(monkeypatch):
     from kplace.solver.cpsat.component import ComponentResult, ComponentSolver
 
-    monkeypatch.setattr(ComponentSolver, "solve",
-                        lambda self, groups, *a, **k: ComponentResult({}, False, 0, 0, 0, ok=False))
+    def nothing_in_time(self, groups, *a, **k):
+        return ComponentResult({}, False, 0, 0, 0, ok=False)
+        yield  # a generator of searches (ComponentSolver.searches) that needs none
+
+    monkeypatch.setattr(ComponentSolver, "searches", nothing_in_time)
     state = build_state(
         [node("a", cpu="4"), node("b", cpu="4")],
         [pod("small-1", cpu="2", creation=_ts(1)), pod("small-2", cpu="2", creation=_ts(2)),
