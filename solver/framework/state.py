@@ -97,6 +97,11 @@ class ClusterState:
                 sid = sig_ids[key] = len(self.sig_info)
                 self.sig_info.append((pi.namespace, pi.labels, pi.terminating))
             self.sig_of_pod[pi.idx] = sid
+        # (label key, value) → the signatures whose labels carry it, ascending: `matching_signatures`' candidates
+        self._sigs_by_label: dict[tuple[str, str], list[int]] = {}
+        for s, (_, labels, _) in enumerate(self.sig_info):
+            for kv in labels.items():
+                self._sigs_by_label.setdefault(kv, []).append(s)
         sizes = np.bincount(self.sig_of_pod, minlength=len(self.sig_info)) if index.pods else np.zeros(0)
         self._dense: dict[int, np.ndarray] = {
             s: np.zeros(n, dtype=np.int64) for s in np.flatnonzero(sizes >= _DENSE_MIN).tolist()
@@ -131,7 +136,7 @@ class ClusterState:
 
     # Attributes `fork` shares because nothing mutates them after construction (or they only cache results
     # that depend on immutable data), and those it copies. A test keeps this list complete.
-    _SHARED = frozenset({"index", "n_nodes", "sig_of_pod", "sig_info", "_match_cache"})
+    _SHARED = frozenset({"index", "n_nodes", "sig_of_pod", "sig_info", "_sigs_by_label", "_match_cache"})
 
     def fork(self) -> ClusterState:
         """An independent copy for trial runs (the greedy hint, preemption dry runs): arrays and counters are
@@ -271,15 +276,28 @@ class ClusterState:
         key = (namespaces, selector, include_terminating)
         hit = self._match_cache.get(key)
         if hit is None:
+            info = self.sig_info
             hit = [
                 s
-                for s, (ns, labels, term) in enumerate(self.sig_info)
-                if (namespaces is None or ns in namespaces)
-                and (include_terminating or not term)
-                and selector.matches(labels)
+                for s in self._candidate_signatures(selector)
+                if (namespaces is None or info[s][0] in namespaces)
+                and (include_terminating or not info[s][2])
+                and selector.matches(info[s][1])
             ]
             self._match_cache[key] = hit
         return hit
+
+    def _candidate_signatures(self, selector: Selector):
+        """Signatures that can match `selector`, ascending: those carrying its first `key = value` label, else those
+        carrying a value of its first `In` requirement, else all."""
+        if selector.nothing:
+            return ()
+        if selector.labels:
+            return self._sigs_by_label.get(selector.labels[0], ())
+        for k, op, values in selector.exprs:
+            if op == "In":
+                return sorted({s for v in values for s in self._sigs_by_label.get((k, v), ())})
+        return range(len(self.sig_info))
 
     def matching_counts(
         self, namespaces: frozenset[str] | None, selector: Selector, include_terminating: bool = True
