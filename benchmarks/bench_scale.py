@@ -23,6 +23,7 @@ of the same run).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -56,6 +57,7 @@ def _load(path: str):
     snap = load_state([path])
     t1 = time.perf_counter()
     index = compile_index(snap)
+    gc.freeze()  # as `kplace schedule` does (`cli.freeze_heap`)
     t2 = time.perf_counter()
     return snap, index, {"load_s": round(t1 - t0, 2), "compile_s": round(t2 - t1, 2), "load_rss_mib": _rss_mib()}
 

@@ -209,10 +209,19 @@ class ClusterIndex:
                                                       or pdb.spec.selector.match_expressions)
                 else None for pdb in self.snapshot.pdbs]
 
+    @cached_property
+    def _pdbs_by_namespace(self) -> dict[str, list[int]]:
+        """Namespace → its PDBs with a non-empty selector (indices into `snapshot.pdbs`), ascending."""
+        out: dict[str, list[int]] = {}
+        for i, c in enumerate(self._pdb_selectors):
+            if c is not None:
+                out.setdefault(c[0], []).append(i)
+        return out
+
     def pdbs_of(self, pod: PodInfo) -> list[int]:
         """The PDBs (indices into `snapshot.pdbs`) in the pod's namespace whose non-empty selector matches it."""
-        return [i for i, c in enumerate(self._pdb_selectors)
-                if c is not None and c[0] == pod.namespace and c[1].matches(pod.labels)]
+        sels = self._pdb_selectors
+        return [i for i in self._pdbs_by_namespace.get(pod.namespace, ()) if sels[i][1].matches(pod.labels)]
 
     # --- nodes ------------------------------------------------------------------------------------
 

@@ -61,18 +61,38 @@ class ClusterSnapshot:
     def namespace_labels(self) -> dict[str, dict[str, str]]:
         return {ns.metadata.name: ns.metadata.labels for ns in self.namespaces}
 
-    def pdb_disruptions_allowed(self, pdb: PodDisruptionBudget, more_healthy: int = 0) -> int:
+    def pdb_disruptions_allowed(self, pdb: PodDisruptionBudget, more_healthy: int = 0,
+                                pods: list[Pod] | None = None) -> int:
         """`status.disruptionsAllowed` when exported, else computed as the disruption controller does. With
         `more_healthy` N: what it becomes once N more of its pods are healthy (pending pods it counts in
-        expectedPods, placed and Running), currentHealthy + N − desiredHealthy, never less than now."""
+        expectedPods, placed and Running), currentHealthy + N − desiredHealthy, never less than now. `pods`:
+        the snapshot's pods of the PDB's namespace, when the caller has them grouped (`pdbs_disruptions_allowed`)."""
         if pdb.status is not None and (pdb.status.expected_pods or pdb.status.disruptions_allowed):
             allowed = pdb.status.disruptions_allowed
             healthy, desired = pdb.status.current_healthy, pdb.status.desired_healthy
         else:
-            healthy, expected = pdb_health(self, pdb)
+            healthy, expected = pdb_health(self, pdb, pods)
             desired = pdb_desired_healthy(pdb, expected)
             allowed = max(0, healthy - desired)
         return max(allowed, healthy + more_healthy - desired) if more_healthy > 0 else allowed
+
+
+def pdbs_disruptions_allowed(snapshot: ClusterSnapshot) -> list[int]:
+    """`pdb_disruptions_allowed` of every PDB, in order, grouping the pods by namespace once for the PDBs whose
+    status must be computed (not once per PDB)."""
+    by_ns: dict[str, list[Pod]] | None = None
+    out = []
+    for pdb in snapshot.pdbs:
+        st = pdb.status
+        if st is not None and (st.expected_pods or st.disruptions_allowed):
+            out.append(snapshot.pdb_disruptions_allowed(pdb))
+            continue
+        if by_ns is None:
+            by_ns = {}
+            for p in snapshot.pods:
+                by_ns.setdefault(p.metadata.namespace, []).append(p)
+        out.append(snapshot.pdb_disruptions_allowed(pdb, pods=by_ns.get(pdb.metadata.namespace, [])))
+    return out
 
 
 def is_finished(pod: Pod) -> bool:
@@ -83,14 +103,17 @@ def is_pending(pod: Pod) -> bool:
     return not pod.spec.node_name and pod.metadata.deletion_timestamp is None and not is_finished(pod)
 
 
-def pdb_health(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget) -> tuple[int, int]:
-    """(currently healthy, expected) pods selected by the PDB: bound, running, not terminating."""
+def pdb_health(snapshot: ClusterSnapshot, pdb: PodDisruptionBudget, pods: list[Pod] | None = None
+               ) -> tuple[int, int]:
+    """(currently healthy, expected) pods selected by the PDB: bound, running, not terminating. `pods`: those of
+    the snapshot to look at (all of them by default; a superset of the PDB's namespace's)."""
     if pdb.spec.selector is None:  # policy/v1: a null selector selects no pods ({} selects them all)
         return 0, 0
     sel = Selector(pdb.spec.selector)
     ns = pdb.metadata.namespace
     matched = [
-        p for p in snapshot.pods if p.metadata.namespace == ns and not is_finished(p) and sel.matches(p.metadata.labels)
+        p for p in (snapshot.pods if pods is None else pods)
+        if p.metadata.namespace == ns and not is_finished(p) and sel.matches(p.metadata.labels)
     ]
     healthy = sum(
         1

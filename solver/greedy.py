@@ -35,6 +35,7 @@ from typing import Protocol
 import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.plan import Eviction, Placement, Plan
+from kplace.models.snapshot import pdbs_disruptions_allowed
 
 from .framework.batch import Batch, NodeHeap, signable_profile, signature
 from .framework.config import NOT_IMPLEMENTED, Profile, SchedulerConfig, default_config
@@ -722,8 +723,7 @@ class GreedyScheduler:
         """Remaining disruptionsAllowed per PDB (index into snapshot.pdbs), lowered as victims go when PDBs are
         respected."""
         if self._pdb_allowed is None:
-            snap = self.index.snapshot
-            self._pdb_allowed = {i: snap.pdb_disruptions_allowed(p) for i, p in enumerate(snap.pdbs)}
+            self._pdb_allowed = dict(enumerate(pdbs_disruptions_allowed(self.index.snapshot)))
         return self._pdb_allowed
 
     def pdb_disrupt(self, victim: PodInfo) -> None:

@@ -188,10 +188,18 @@ def fit_error_message(n_nodes: int, reasons: Counter[str], prefilter_reason: str
 
 
 def count_reasons(outcome: FilterOutcome) -> Counter[str]:
+    """Per reason text, the failed nodes whose deciding plugin gives it (`FilterOutcome.reasons`, summed over nodes;
+    counted per deciding plugin with its masks, not node by node)."""
     counts: Counter[str] = Counter()
-    for i in np.flatnonzero(outcome.code != 0).tolist():
-        for text in outcome.reasons(i):
-            counts[text] += 1
+    failed = outcome.code != 0
+    for k in np.unique(outcome.plugin[failed]).tolist():
+        if k < 0:
+            continue
+        decided = failed & (outcome.plugin == k)
+        for text, mask in outcome.results[outcome.plugins[k]].reasons:
+            c = int(np.count_nonzero(decided & mask))
+            if c:
+                counts[text] += c
     return counts
 
 

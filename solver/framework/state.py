@@ -18,7 +18,8 @@ from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.k8s import Pod
 from kplace.models.selectors import Selector
 
-_DENSE_MIN = 8  # signatures with at least this many pods keep a dense per-node count array
+_DENSE_MIN = 8  # signatures (and affinity groups) with at least this many pods keep a dense per-node count array,
+_DENSE_SHARE = 32  # and at least 1/_DENSE_SHARE of the nodes' count: below, a sparse {node: count} is leaner
 _LIVE_MAX = 512  # per-selector count arrays kept up to date by assume/forget (n_nodes int64 each)
 
 
@@ -97,9 +98,15 @@ class ClusterState:
                 sid = sig_ids[key] = len(self.sig_info)
                 self.sig_info.append((pi.namespace, pi.labels, pi.terminating))
             self.sig_of_pod[pi.idx] = sid
+        # (label key, value) → the signatures whose labels carry it, ascending: `matching_signatures`' candidates
+        self._sigs_by_label: dict[tuple[str, str], list[int]] = {}
+        for s, (_, labels, _) in enumerate(self.sig_info):
+            for kv in labels.items():
+                self._sigs_by_label.setdefault(kv, []).append(s)
         sizes = np.bincount(self.sig_of_pod, minlength=len(self.sig_info)) if index.pods else np.zeros(0)
+        self.dense_min = max(_DENSE_MIN, n // _DENSE_SHARE)
         self._dense: dict[int, np.ndarray] = {
-            s: np.zeros(n, dtype=np.int64) for s in np.flatnonzero(sizes >= _DENSE_MIN).tolist()
+            s: np.zeros(n, dtype=np.int64) for s in np.flatnonzero(sizes >= self.dense_min).tolist()
         }
         self._sparse: dict[int, Counter[int]] = {}
         self._match_cache: dict[tuple[frozenset[str] | None, Selector, bool], list[int]] = {}
@@ -131,7 +138,7 @@ class ClusterState:
 
     # Attributes `fork` shares because nothing mutates them after construction (or they only cache results
     # that depend on immutable data), and those it copies. A test keeps this list complete.
-    _SHARED = frozenset({"index", "n_nodes", "sig_of_pod", "sig_info", "_match_cache"})
+    _SHARED = frozenset({"index", "n_nodes", "dense_min", "sig_of_pod", "sig_info", "_sigs_by_label", "_match_cache"})
 
     def fork(self) -> ClusterState:
         """An independent copy for trial runs (the greedy hint, preemption dry runs): arrays and counters are
@@ -239,7 +246,7 @@ class ClusterState:
         grp.sparse[node] += delta
         if grp.sparse[node] == 0:
             del grp.sparse[node]
-        if grp.size >= _DENSE_MIN:
+        if grp.size >= self.dense_min:
             grp.dense = np.zeros(self.n_nodes, dtype=np.int64)
             for nd, c in grp.sparse.items():
                 grp.dense[nd] = c
@@ -271,15 +278,28 @@ class ClusterState:
         key = (namespaces, selector, include_terminating)
         hit = self._match_cache.get(key)
         if hit is None:
+            info = self.sig_info
             hit = [
                 s
-                for s, (ns, labels, term) in enumerate(self.sig_info)
-                if (namespaces is None or ns in namespaces)
-                and (include_terminating or not term)
-                and selector.matches(labels)
+                for s in self._candidate_signatures(selector)
+                if (namespaces is None or info[s][0] in namespaces)
+                and (include_terminating or not info[s][2])
+                and selector.matches(info[s][1])
             ]
             self._match_cache[key] = hit
         return hit
+
+    def _candidate_signatures(self, selector: Selector):
+        """Signatures that can match `selector`, ascending: those carrying its first `key = value` label, else those
+        carrying a value of its first `In` requirement, else all."""
+        if selector.nothing:
+            return ()
+        if selector.labels:
+            return self._sigs_by_label.get(selector.labels[0], ())
+        for k, op, values in selector.exprs:
+            if op == "In":
+                return sorted({s for v in values for s in self._sigs_by_label.get((k, v), ())})
+        return range(len(self.sig_info))
 
     def matching_counts(
         self, namespaces: frozenset[str] | None, selector: Selector, include_terminating: bool = True
@@ -316,8 +336,10 @@ class ClusterState:
             if dense is not None:
                 out += dense
             else:
-                for node, c in self._sparse.get(s, {}).items():
-                    out[node] += c
+                sparse = self._sparse.get(s)
+                if sparse:
+                    nodes = np.fromiter(sparse.keys(), dtype=np.int64, count=len(sparse))
+                    np.add.at(out, nodes, np.fromiter(sparse.values(), dtype=np.int64, count=len(sparse)))
         return out
 
     def live_affinity_groups(self, required_anti: bool = False) -> list[AffinityGroup]:

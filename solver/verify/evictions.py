@@ -12,6 +12,7 @@ from __future__ import annotations
 from kplace.models.index import ClusterIndex
 from kplace.models.plan import Eviction
 from kplace.models.selectors import selector_matches
+from kplace.models.snapshot import pdbs_disruptions_allowed
 
 from .records import CompiledPod, PodTable
 from .violation import Violation
@@ -59,7 +60,7 @@ def check_evictions(evictions: list[Eviction], index: ClusterIndex, pods: PodTab
     released: set[str] = set()
     evicted: set[str] = set()
     snap = index.snapshot
-    budget = {i: snap.pdb_disruptions_allowed(pdb) for i, pdb in enumerate(snap.pdbs)}
+    budget = dict(enumerate(pdbs_disruptions_allowed(snap)))
     for e in evictions:
         why = _victim_fails(e, pods, evicted, moved)
         if why is not None:

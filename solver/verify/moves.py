@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kplace.models.index import ClusterIndex
 from kplace.models.plan import Move
+from kplace.models.snapshot import pdbs_disruptions_allowed
 
 from .evictions import pdb_selects
 from .records import CompiledPod, PodTable, compile_pod
@@ -76,7 +77,7 @@ def check_moves(moves: list[Move], index: ClusterIndex, pods: PodTable, replay: 
     if not valid:
         return out
     snap = index.snapshot
-    allowed = [snap.pdb_disruptions_allowed(pdb) for pdb in snap.pdbs]
+    allowed = pdbs_disruptions_allowed(snap)
     replay.reset()
     for p, n in running.values():
         replay.add(p, n)

@@ -131,11 +131,11 @@ class _Fits:
     def note_passed(self, outcome: FilterOutcome) -> None:
         """From the cycle's outcome: per node, the pod-independent filters before its deciding one."""
         order = [p.name for p in self.profile.at("filter")]
-        for node, k in zip(outcome.nodes.tolist(), outcome.plugin.tolist(), strict=True):
-            if k >= 0:
-                name = outcome.plugins[k]
-                before = order[: order.index(name)] if name in order else []
-                self.passed[node] = frozenset(n for n in before if n in POD_INDEPENDENT_FILTERS)
+        for k in np.unique(outcome.plugin[outcome.plugin >= 0]).tolist():
+            name = outcome.plugins[k]
+            before = order[: order.index(name)] if name in order else []
+            passed = frozenset(n for n in before if n in POD_INDEPENDENT_FILTERS)
+            self.passed.update(dict.fromkeys(outcome.nodes[outcome.plugin == k].tolist(), passed))
 
     def by_room(self, node: int) -> bool:
         """Whether `_Room.fits` alone decides the filters on the node (see the class docstring)."""

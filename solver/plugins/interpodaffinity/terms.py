@@ -18,6 +18,7 @@ ids of `ClusterIndex.label_column(key)`, so "count at (k, node[k])" for many nod
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -232,7 +233,7 @@ def _groups_matching(state: ClusterState, pod: PodInfo, kind: str, hard_weight: 
         index = state.index
         ns_labels = ns_labels_of(index, pod.namespace)
         new = []
-        for gid in range(checked, len(groups)):
+        for gid in _candidate_groups(state, cache, kind, hard_weight, pod, checked):
             grp = groups[gid]
             if kind == "anti" and not grp.required_anti:
                 continue
@@ -243,6 +244,34 @@ def _groups_matching(state: ClusterState, pod: PodInfo, kind: str, hard_weight: 
         found = (*found, *new)
         cache[sig] = (len(groups), found)
     return [(groups[gid], matching) for gid, matching in found]
+
+
+_GROUPS_BY_LABEL = "groups by label"  # the cache entry of `_candidate_groups`' index
+
+
+def _candidate_groups(state: ClusterState, cache: dict, kind: str, hard_weight: int, pod: PodInfo,
+                      start: int) -> list[int]:
+    """The groups from id `start` on whose terms (of `kind`) can match the pod, ascending: a term whose selector
+    has `key = value` labels needs the pod to carry the first; the others are candidates for every pod.
+
+    The index, (groups indexed, {(key, value) or None: group ids}), is extended as groups are created and
+    replaced, never mutated, so forked states may share it."""
+    groups = state.affinity_groups
+    done, by_label = cache.get(_GROUPS_BY_LABEL, (0, {}))
+    if done < len(groups):
+        by_label = dict(by_label)
+        index = state.index
+        for gid in range(done, len(groups)):
+            keys = {t.selector.labels[0] if t.selector.labels else None
+                    for t, _ in _group_terms(index, groups[gid], kind, hard_weight) if not t.selector.nothing}
+            for key in keys:
+                by_label[key] = (*by_label.get(key, ()), gid)
+        cache[_GROUPS_BY_LABEL] = (len(groups), by_label)
+    out: set[int] = set()
+    for key in (None, *pod.labels.items()):
+        gids = by_label.get(key, ())
+        out.update(gids[bisect_left(gids, start):])
+    return sorted(out)
 
 
 def preferred_scores(
