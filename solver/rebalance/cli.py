@@ -100,6 +100,13 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
 @click.option("--neighbourhood-size", "neighbourhood", type=click.IntRange(min=0), default=None,
               help="Solve as a neighbourhood search of N nodes per step (0: one global model). Default: the global "
                    "model up to 1,000 nodes, 40-node neighbourhoods above.")
+@click.option("--executor", type=click.Choice(["auto", "inprocess", "pool", "ray"]), default="auto",
+              show_default=True,
+              help="Where a neighbourhood search's round of neighbourhoods (one per zone) is solved: here, in a "
+                   "local process pool, or on Ray (`pip install 'kplace[ray]'`); auto: the pool when it runs more "
+                   "than one at a time. The same plan on each in deterministic mode.")
+@click.option("--ray-address", default=None, metavar="ADDRESS",
+              help="With --executor ray: the Ray cluster to join (default: $RAY_ADDRESS, else a local instance).")
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), default=None,
               help="RebalancePolicy or DeschedulerPolicy YAML: evictor rules, thresholds, owner caps.")
 @CONFIG_OPT
@@ -130,7 +137,7 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
                    "solve`.")
 @QUIET_OPT
 def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_per_namespace, min_gain, no_pending,
-              neighbourhood, policy_path,
+              neighbourhood, executor, ray_address, policy_path,
               config_path, time_limit, workers, deterministic, seed, output, out_file, do_apply, kubeconfig, context,
               timeout, scheduler_name, every, runs, metrics_port, fmt, quiet):
     """Propose (and with --apply, carry out) bounded, PDB-safe moves that pack, balance or repair the cluster.
@@ -165,7 +172,8 @@ def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_pe
     opts = RebalanceOptions(goal=goal, max_moves=max_moves, max_moves_per_node=max_moves_per_node,
                             max_moves_per_namespace=max_moves_per_namespace, min_gain=min_gain,
                             time_limit=time_limit, workers=workers, seed=seed, place_pending=not no_pending,
-                            deterministic=deterministic, only_pending=only, neighbourhood=neighbourhood)
+                            deterministic=deterministic, only_pending=only, neighbourhood=neighbourhood,
+                            executor=executor, ray_address=ray_address)
 
     def once() -> dict:
         index, config = load_index(state, config_path, kubeconfig, context)

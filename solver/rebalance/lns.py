@@ -10,10 +10,10 @@ and an answer counts only when it gains. For pack, the sources are a zone's leas
 cpu and memory requests over allocatable), a quarter of the neighbourhood, never a source twice; the
 destinations are the zone's most-loaded nodes below FULL that are not sources in the same round. Rounds take one
 neighbourhood per zone in turn (zones with sources left), so the neighbourhoods of a round are disjoint and may be
-solved concurrently (`map`). The goal gained is the sum over neighbourhoods (non-empty nodes are counted node by
-node). The plan is checked as a whole afterwards (`checked.checked_target`, `waves.build_waves`), as for the
-global model: a rule the sub-state could not see (a global minimum of hostname spread, a PDB across
-neighbourhoods) is caught there.
+solved concurrently (`solver.executors`). The goal gained is the sum over neighbourhoods (non-empty nodes are
+counted node by node). The plan is checked as a whole afterwards (`checked.checked_target`,
+`waves.build_waves`), as for the global model: a rule the sub-state could not see (a global minimum of hostname
+spread, a PDB across neighbourhoods) is caught there.
 """
 
 from __future__ import annotations
@@ -179,12 +179,13 @@ def _key(p: Pod) -> str:
 
 def solve_lns(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts: RebalanceOptions,
               movable: set[str], budget: Budget, size: int, progress: Progress | None = None,
-              map_fn: Callable[[Callable[[Task], Outcome], list[Task]], Iterable[Outcome]] = map) -> Target:
+              executor_for: Callable[[int], Any] | None = None) -> Target:
     """Neighbourhoods until the budget is spent or none is left; the moves compose (a pod's first origin, its
     last destination). --max-moves is shared (each neighbourhood gets what is left, split evenly in a round);
     --max-moves-per-node holds as is (only a source's pods move, and a node is a source once);
     --max-moves-per-namespace: each neighbourhood of a round gets an even share of the least left to a namespace
-    (a namespace at its limit moves no more)."""
+    (a namespace at its limit moves no more). `executor_for(k)`: where a round's k neighbourhoods are solved
+    (`solver.executors`; None: here, one after another); a neighbourhood whose solve failed moves nothing."""
     if opts.goal not in LNS_GOALS:
         raise NotImplementedError(f"--goal {opts.goal} is not implemented as a neighbourhood search (for clusters "
                                   f"of more than the global model's node limit); goals that are: "
@@ -214,7 +215,10 @@ def solve_lns(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts
             if cap is not None:
                 sub.max_moves_per_namespace = (cap - max(per_ns.values(), default=0)) // len(nbs)
             tasks.append(Task(search.snapshot(nb), config, policy, sub, search.movable_in(nb, capped), share))
-        for out in map_fn(solve_task, tasks):
+        outcomes = executor_for(len(tasks)).map(solve_task, tasks) if executor_for else map(solve_task, tasks)
+        for out in outcomes:
+            if isinstance(out, BaseException):
+                continue
             solved += 1
             budget.clock.searched += out.searched
             if not out.moves or out.goal_before is None or out.goal_after is None or out.goal_after >= out.goal_before:

@@ -63,6 +63,8 @@ class RebalanceOptions:
     only_pending: frozenset[str] | None = None  # the pending pods to place (None: all)
     neighbourhood: int | None = None  # nodes per neighbourhood search step (`lns`); None: auto, 0: the global model
     on_progress: Any = None  # called with the neighbourhood search's progress after each round
+    executor: str = "auto"  # where a round's neighbourhoods are solved (`solver.executors`)
+    ray_address: str | None = None
 
 
 @dataclass

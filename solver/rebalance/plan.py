@@ -21,6 +21,7 @@ from kplace.models.errors import InputError
 from kplace.models.index import ClusterIndex
 
 from ..cpsat.clock import SearchClock
+from ..executors import Chooser
 from ..framework.config import SchedulerConfig
 from .check import StateChecker
 from .checked import checked_target
@@ -57,15 +58,21 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
 
     warnings: list[str] = []
 
+    chooser = Chooser(opts.executor, opts.workers, opts.ray_address) if size else None
+
     def solve_with(movable: set[str]) -> Target | None:
-        if size:
-            return solve_lns(index, config, policy, opts, movable, budget, size, opts.on_progress)
+        if chooser is not None:
+            return solve_lns(index, config, policy, opts, movable, budget, size, opts.on_progress, chooser)
         return solve(index, config, policy, opts, movable, pending if opts.place_pending else [], target_pct, budget)
 
     if size and pending and opts.place_pending:
         warnings.append(f"{len(pending)} pending pod(s) are not placed by the neighbourhood search "
                         f"(`kplace schedule` places them)")
-    target, more = checked_target(index, checker, start, tolerated, pinned, solve_with)
+    try:
+        target, more = checked_target(index, checker, start, tolerated, pinned, solve_with)
+    finally:
+        if chooser is not None:
+            chooser.close()
     warnings += more
     idle = drop_idle_moves(target, tolerated)
     if idle:

@@ -77,3 +77,9 @@ def test_big_clusters_get_the_search_and_small_ones_the_global_model(index):
     assert neighbourhood_size(index, RebalanceOptions()) == 0
     assert neighbourhood_size(index, RebalanceOptions(neighbourhood=7)) == 7
     assert len(index.nodes) <= LNS_AUTO_NODES
+
+
+def test_a_process_pool_solves_a_rounds_neighbourhoods_to_the_same_moves(index):
+    here, _ = _plan(index, time_limit=3, executor="inprocess")
+    pooled, _ = _plan(index, time_limit=3, executor="pool")
+    assert here["moves"] and pooled["moves"] == here["moves"]
