@@ -85,7 +85,7 @@ def solve_task(task: Task) -> Outcome:
                    target.status, clock.searched)
 
 
-class Search:
+class NodeSearch:
     """The state as the neighbourhoods solved so far leave it, and the choice of the next ones."""
 
     def __init__(self, index: ClusterIndex, movable: set[str], size: int) -> None:
@@ -93,15 +93,12 @@ class Search:
         self.on: dict[int, list[Pod]] = defaultdict(list)  # node id → its pods now
         for pi in index.bound:
             self.on[int(pi.node)].append(pi.pod)
-        cpu, mem = index.rid.get("cpu"), index.rid.get("memory")
-        self.alloc = index.alloc[:, [r for r in (cpu, mem) if r is not None]].astype(np.float64)
-        self.cols = [r for r in (cpu, mem) if r is not None]
+        self.cols = [index.rid[r] for r in ("cpu", "memory") if r in index.rid]
+        self.alloc = index.alloc[:, self.cols].astype(np.float64)
         self.load = np.zeros(len(index.nodes))
-        self.used = np.zeros((len(index.nodes), len(self.cols)), dtype=np.int64)
-        for n, pods in self.on.items():
-            self.used[n] = sum((index.pod_req[index.pod_by_key[_key(p)].idx, self.cols] for p in pods
-                                if not is_node_bound_daemon(index.pod_by_key[_key(p)])), np.zeros(len(self.cols),
-                                                                                                     np.int64))
+        self.used = np.zeros((len(index.nodes), len(self.cols)), dtype=np.int64)  # what the load counts
+        counted = [pi for pi in index.bound if not is_node_bound_daemon(pi)]
+        np.add.at(self.used, [int(pi.node) for pi in counted], index.pod_req[[pi.idx for pi in counted]][:, self.cols])
         self._reload(range(len(index.nodes)))
         zones: dict[str, list[int]] = defaultdict(list)
         for n, node in enumerate(index.nodes):
@@ -190,7 +187,7 @@ def solve_lns(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts
         raise NotImplementedError(f"--goal {opts.goal} is not implemented as a neighbourhood search (for clusters "
                                   f"of more than the global model's node limit); goals that are: "
                                   f"{', '.join(LNS_GOALS)}")
-    search = Search(index, movable, size)
+    search = NodeSearch(index, movable, size)
     origin: dict[str, int] = {}
     final: dict[str, int] = {}
     target = Target(goal_before=_non_empty(index, search), status="FEASIBLE")
@@ -245,6 +242,6 @@ def solve_lns(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts
     return target
 
 
-def _non_empty(index: ClusterIndex, search: Search) -> float:
+def _non_empty(index: ClusterIndex, search: NodeSearch) -> float:
     return float(sum(1 for n, pods in search.on.items()
                      if any(not is_node_bound_daemon(index.pod_by_key[_key(p)]) for p in pods)))
