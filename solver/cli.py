@@ -312,11 +312,11 @@ def EXECUTOR_OPTS(f):
                           "instance started for the run).")(f)
     return click.option(
         "--executor", type=click.Choice(["auto", "inprocess", "pool", "ray"]), default="auto", show_default=True,
-        help="Where a window's independent components are searched: here, one after another (inprocess); side by "
-             "side in a local process pool of cores/--workers processes (pool); or on Ray (ray, `pip install "
-             "'kplace[ray]'`). auto: the pool when a window has more than one component and the pool runs more "
-             "than one search at a time, else inprocess. Every executor gives the same plan in deterministic "
-             "mode.")(f)
+        help="Where independent searches run (a window's components; rebalance: a neighbourhood search's round, "
+             "one neighbourhood per zone): here, one after another (inprocess); side by side in a local process "
+             "pool of cores/--workers processes (pool); or on Ray (ray, `pip install 'kplace[ray]'`). auto: the "
+             "pool when there is more than one and the pool runs more than one search at a time, else inprocess. "
+             "Every executor gives the same plan in deterministic mode.")(f)
 
 
 PDB_OPT = click.option(

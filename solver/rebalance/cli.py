@@ -16,6 +16,7 @@ import click
 from ..cli import (
     CONFIG_OPT,
     CONTEXT_OPT,
+    EXECUTOR_OPTS,
     KUBECONFIG_OPT,
     NAMESPACE_OPTS,
     OUTPUT_OPTS,
@@ -100,13 +101,7 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
 @click.option("--neighbourhood-size", "neighbourhood", type=click.IntRange(min=0), default=None,
               help="Solve as a neighbourhood search of N nodes per step (0: one global model). Default: the global "
                    "model up to 1,000 nodes, 40-node neighbourhoods above.")
-@click.option("--executor", type=click.Choice(["auto", "inprocess", "pool", "ray"]), default="auto",
-              show_default=True,
-              help="Where a neighbourhood search's round of neighbourhoods (one per zone) is solved: here, in a "
-                   "local process pool, or on Ray (`pip install 'kplace[ray]'`); auto: the pool when it runs more "
-                   "than one at a time. The same plan on each in deterministic mode.")
-@click.option("--ray-address", default=None, metavar="ADDRESS",
-              help="With --executor ray: the Ray cluster to join (default: $RAY_ADDRESS, else a local instance).")
+@EXECUTOR_OPTS
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False), default=None,
               help="RebalancePolicy or DeschedulerPolicy YAML: evictor rules, thresholds, owner caps.")
 @CONFIG_OPT

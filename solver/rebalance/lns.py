@@ -64,12 +64,11 @@ class Task:
 @dataclass
 class Outcome:
     """A neighbourhood's answer: moves (pod, from, to) by node name, the goal before and after, its solve's
-    status and deterministic seconds."""
+    deterministic seconds."""
 
     moves: list[tuple[str, str, str]] = field(default_factory=list)
     goal_before: float | None = None
     goal_after: float | None = None
-    status: str = "NO_MOVES"
     searched: float = 0.0
 
 
@@ -79,10 +78,10 @@ def solve_task(task: Task) -> Outcome:
     clock = SearchClock(task.opts.deterministic, task.opts.workers, task.opts.seed)
     target = solve(index, task.config, task.policy, task.opts, task.movable, [], None, Budget(task.seconds, clock))
     if target is None:
-        return Outcome(status="INFEASIBLE", searched=clock.searched)
+        return Outcome(searched=clock.searched)  # infeasible: nothing moves
     names = index.node_names
     return Outcome([(k, names[a], names[b]) for k, a, b in target.moves], target.goal_before, target.goal_after,
-                   target.status, clock.searched)
+                   clock.searched)
 
 
 class NodeSearch:

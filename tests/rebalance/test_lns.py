@@ -74,9 +74,13 @@ def test_a_goal_the_search_does_not_implement_is_a_clear_input_error(index):
 
 
 def test_big_clusters_get_the_search_and_small_ones_the_global_model(index):
+    from types import SimpleNamespace
+
+    big = SimpleNamespace(nodes=range(LNS_AUTO_NODES + 1))
     assert neighbourhood_size(index, RebalanceOptions()) == 0
+    assert neighbourhood_size(big, RebalanceOptions()) > 0
+    assert neighbourhood_size(big, RebalanceOptions(neighbourhood=0)) == 0
     assert neighbourhood_size(index, RebalanceOptions(neighbourhood=7)) == 7
-    assert len(index.nodes) <= LNS_AUTO_NODES
 
 
 def test_a_process_pool_solves_a_rounds_neighbourhoods_to_the_same_moves(index):
