@@ -33,7 +33,7 @@ from kplace.models.index import ClusterIndex, PodInfo
 from .framework.config import SchedulerConfig
 from .framework.identical import identity_key, relevant_label_keys
 from .framework.plugin import CycleState
-from .framework.runtime import run_filters, run_pre_filter, run_scores
+from .framework.runtime import run_filters, run_pre_filter, run_scores, score_at
 from .framework.state import ClusterState
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,9 @@ def pod_measure(config: SchedulerConfig, state: ClusterState, pod: PodInfo, node
         return 0, {}
     state.forget(pod)
     try:
+        fast = score_at(profile, state, pod, node)
+        if fast is not None:
+            return fast[1], fast[0]
         cycle = CycleState()
         pre = run_pre_filter(profile, state, pod, cycle)
         nodes = pre.candidates(state.index.tree_order)

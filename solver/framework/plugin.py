@@ -112,6 +112,10 @@ class Plugin:
     #: value per node, so a score wanted at one node (`runtime.run_scores(at=...)`) needs no other, unless
     #: `normalize` does
     node_local_score: ClassVar[bool] = False
+    #: its raw score reads the node objects alone (the index, never the state), and its `normalize` maps a constant
+    #: vector to a constant that depends on the value alone (not on how many nodes it covers): when every node
+    #: scores the same, a score wanted at one node needs no filtering (`runtime.score_at`)
+    static_score: ClassVar[bool] = False
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.args = dict(args or {})
@@ -139,6 +143,8 @@ class Plugin:
         return FilterResult.success(len(nodes))
 
     def pre_score(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> bool:
+        """False for kube's PreScore Skip. Whether it skips depends on the pod and the state, never on `nodes` (the
+        nodes that passed the filters), so it may be asked with other nodes (`runtime.score_at`)."""
         return True
 
     def score(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> np.ndarray:

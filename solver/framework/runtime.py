@@ -175,6 +175,36 @@ def run_scores(
     return per_plugin, total
 
 
+def score_at(profile: Profile, state: ClusterState, pod: PodInfo, node: int) -> tuple[dict[str, int], int] | None:
+    """`run_scores(...)[at]` for `pod` at `node`, normalised per plugin and weighted in total, when it needs no
+    other node: every score plugin skips (PreScore), scores node-locally with no normalisation, or scores
+    statically and the same on every node (`Plugin.static_score`: its normalisation over any nodes that pass the
+    filters is then the normalisation of that one value). None when a plugin's value at `node` depends on which
+    other nodes pass the filters."""
+    one = np.array([node], dtype=np.int64)
+    cycle, parts, total = CycleState(), {}, 0
+    for plugin in profile.at("score"):
+        if not plugin.pre_score(state, pod, cycle, one):
+            parts[plugin.name] = 0
+            continue
+        if plugin.node_local_score and type(plugin).normalize is Plugin.normalize:
+            value = int(np.asarray(plugin.score(state, pod, cycle, one), dtype=np.int64)[0])
+        elif plugin.static_score:
+            raw = np.asarray(plugin.score(state, pod, cycle, state.index.tree_order), dtype=np.int64)
+            if len(raw) and raw.min() != raw.max():
+                return None
+            value = int(np.asarray(plugin.normalize(raw[:1] if len(raw) else np.zeros(1, np.int64), pod, cycle),
+                                   dtype=np.int64)[0])
+        else:
+            return None
+        if not 0 <= value <= MAX_NODE_SCORE:
+            raise RuntimeError(f"plugin {plugin.name} returned a score outside [0, 100] for pod {pod.key}")
+        weight = profile.weights.get(plugin.name, 1)
+        parts[plugin.name] = value * weight
+        total += value * weight
+    return parts, total
+
+
 def fit_error_message(n_nodes: int, reasons: Counter[str], prefilter_reason: str = "") -> str:
     """kube's FitError text: `0/N nodes are available: 3 Insufficient cpu, 2 node(s) had ... .`
 
