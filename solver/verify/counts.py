@@ -73,6 +73,7 @@ class Counts:
         self.log: list[Event] = []
         self.logs: dict[tuple, list[Event]] = {}  # per (namespace, label key, label value)
         self.counts: dict[tuple, DomainCount] = {}
+        self.values: dict[tuple[str, int], tuple[list[bool], set[str]]] = {}  # (key, id(eligible)) → its values
 
     def record(self, p: CompiledPod, n: int, sign: int) -> None:
         self.log.append((p, n, sign))
@@ -84,8 +85,11 @@ class Counts:
         """The count under `sig` (created on first use with these arguments), brought up to date."""
         c = self.counts.get(sig)
         if c is None:
-            domains = {self.labels[n][key] for n in range(len(self.labels)) if eligible[n]}
-            c = self.counts[sig] = DomainCount(key, match, eligible, domains, sources)
+            hit = self.values.get((key, id(eligible)))
+            if hit is None:  # the list is kept with its values, so its id is not reused
+                values = {self.labels[n][key] for n in range(len(self.labels)) if eligible[n]}
+                hit = self.values[key, id(eligible)] = (eligible, values)
+            c = self.counts[sig] = DomainCount(key, match, eligible, hit[1], sources)
         for src in c.sources:
             log = self.log if src is None else self.logs.get(src, [])
             for p, n, sign in log[c.seen[src]:]:

@@ -28,8 +28,10 @@ class InterPodAffinity:
     def reset(self) -> None:
         # Bound pods' required anti-affinity: per term, how many pods carry it per value of its key.
         self.anti_terms: dict[Term, Counter[str]] = {}
-        self.anti_order: list[Term] = []
-        self.anti_match: dict[tuple, tuple[int, list[Term]]] = {}
+        self.anti_order: dict[Term, int] = {}  # term → when it was first counted (the order terms are checked in)
+        # terms by a label pair every pod they select carries (their first matchLabels pair; None: no such pair)
+        self.anti_by_anchor: dict[tuple[str, str] | None, list[Term]] = {}
+        self.anti_match: dict[tuple, tuple[dict, list[Term]]] = {}
 
     def add(self, anti: list[Term], n: int, sign: int) -> None:
         """A pod carrying anti-affinity terms `anti` binds to (sign +1) or leaves (−1) node n."""
@@ -38,7 +40,9 @@ class InterPodAffinity:
             if value is not None:
                 if t not in self.anti_terms:
                     self.anti_terms[t] = Counter()
-                    self.anti_order.append(t)
+                    self.anti_order[t] = len(self.anti_order)
+                    anchor = t.selector.labels[0] if t.selector.labels else None
+                    self.anti_by_anchor.setdefault(anchor, []).append(t)
                 self.anti_terms[t][value] += sign
 
     def term_matches(self, t: Term, q: CompiledPod) -> bool:
@@ -71,12 +75,21 @@ class InterPodAffinity:
         return "node(s) didn't match pod affinity rules"
 
     def existing_anti_matching(self, p: CompiledPod) -> list[Term]:
-        """Bound pods' anti-affinity terms that select `p` (cached per namespace and label set)."""
+        """Bound pods' anti-affinity terms that select `p`, in the order they were first counted (cached per
+        namespace and label set; only the terms anchored on no label pair or on one of `p`'s are tried)."""
         key = (p.ns, frozenset(p.labels.items()))
-        done, terms = self.anti_match.get(key, (0, []))
-        if done < len(self.anti_order):
-            terms = terms + [t for t in self.anti_order[done:] if self.term_matches(t, p)]
-            self.anti_match[key] = (len(self.anti_order), terms)
+        seen, terms = self.anti_match.get(key, ({}, []))
+        grown = False
+        for anchor in (None, *p.labels.items()):
+            bucket = self.anti_by_anchor.get(anchor)
+            if bucket and seen.get(anchor, 0) < len(bucket):
+                new = [t for t in bucket[seen.get(anchor, 0):] if self.term_matches(t, p)]
+                seen = {**seen, anchor: len(bucket)}
+                if new:
+                    terms, grown = [*terms, *new], True
+                self.anti_match[key] = (seen, terms)
+        if grown:
+            terms.sort(key=self.anti_order.__getitem__)
         return terms
 
     def fails(self, p: CompiledPod, n: int, aff: list[Term], anti: list[Term]) -> str | None:
