@@ -5,8 +5,8 @@
 2. then, as the objective orders them (`Standing.rank`): gangs that run (more is better), the disruption
    (`disruptions`: PDB violations, then victims per priority from the highest; less is better), preferred
    topology domains a gang spreads over (fewer is better);
-3. then, with the default objective and the goal tied, the score measure of the window's pods on the final
-   state (`window_measures`, `solver.measure`).
+3. then, with the default objective and the goal tied, the score measure of the window's pods, and of earlier
+   windows' pods on the nodes where the plans differ, on the final state (`window_measures`, `solver.measure`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from kplace.models.index import ClusterIndex, PodInfo
 
 from ..framework.config import SchedulerConfig
@@ -83,16 +84,27 @@ def standings(index: ClusterIndex, state: ClusterState, pods: list[PodInfo], nod
 
 
 def window_measures(config: SchedulerConfig, state: ClusterState, groups: list[PodGroup],
-                    nodes: dict[int, int | None], fallback: dict, fallback_state: ClusterState) -> dict[str, Any]:
+                    nodes: dict[int, int | None], fallback: dict, fallback_state: ClusterState,
+                    start: ClusterState) -> dict[str, Any]:
     """The score measure (`solver.measure`) of the window's pods in CP-SAT's plan (on `state`) and in greedy's (on
-    its state); computed once when the two plans put as many of each group's pods on each node (identical pods
-    are interchangeable)."""
+    its state), and of the pods earlier windows placed (pending in the input, on a node at the window's `start`) on
+    the nodes where the two plans differ, in both states: those pods' node-local scores change with what lands on
+    their node. Computed once when the two plans put as many of each group's pods on each node (identical pods are
+    interchangeable)."""
     of = [(g.gid, p) for g in groups for p in g.pods]
     mine = [(p, nodes[p.idx]) for _, p in of if nodes[p.idx] is not None]
     theirs = [(p, fallback[p.idx].node) for _, p in of if fallback[p.idx].node is not None]
-    m_cp = measure(config, state, mine)
-    same = (Counter((gid, nodes[p.idx]) for gid, p in of if nodes[p.idx] is not None)
-            == Counter((gid, fallback[p.idx].node) for gid, p in of if fallback[p.idx].node is not None))
-    m_fb = m_cp if same else measure(config, fallback_state, theirs)
+    cp = Counter((gid, nodes[p.idx]) for gid, p in of if nodes[p.idx] is not None)
+    fb = Counter((gid, fallback[p.idx].node) for gid, p in of if fallback[p.idx].node is not None)
+    if cp == fb:
+        m = measure(config, state, mine)
+        return {"cpsat": m.total, "greedy": m.total, "cpsat_per_plugin": m.per_plugin,
+                "greedy_per_plugin": m.per_plugin}
+    changed = np.array(sorted({n for (_, n) in (cp - fb) + (fb - cp)}), dtype=np.int64)
+    index = state.index
+    earlier = np.flatnonzero((start.pod_node >= 0) & (index.pod_node < 0) & np.isin(start.pod_node, changed)
+                             & (state.pod_node == start.pod_node) & (fallback_state.pod_node == start.pod_node))
+    others = [(index.pods[q], int(start.pod_node[q])) for q in earlier.tolist()]
+    m_cp, m_fb = measure(config, state, mine + others), measure(config, fallback_state, theirs + others)
     return {"cpsat": m_cp.total, "greedy": m_fb.total, "cpsat_per_plugin": m_cp.per_plugin,
             "greedy_per_plugin": m_fb.per_plugin}

@@ -4,21 +4,28 @@ Each window is compared with greedy on the state earlier windows left, which can
 earlier choices can leave less room, or a worse final state, later. So a multi-window plan is also compared with
 one greedy run over every pod from the initial state (`at_least_greedy`): on pods placed less pods evicted,
 lexicographically by priority, and, when every pod is placed either way, on the score measure
-(`measured_against_greedy`).
+(`measured_against_greedy`). That greedy run and its measure (`GreedyRun`) are computed in a forked process while
+the windows are solved, when the machine has a core to spare.
 """
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import sys
+import time
+
 from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.plan import Placement, Plan
 
+from ..executors import usable_cores
 from ..framework.state import ClusterState
-from ..measure import plan_measure
+from ..measure import ScoreMeasure, plan_measure
 from .assemble import Reasons, attempted
 from .baselines import GreedyPasses
 from .ranking import Vector, lex_less, net_vectors
 
-MEASURE_CHECK = 5000  # a multi-window run placing every pod, up to this many, is also measured against one greedy run
+log = logging.getLogger(__name__)
 
 
 def cut_windows(index: ClusterIndex, pods: list[PodInfo], size: int) -> list[list[PodInfo]]:
@@ -42,18 +49,85 @@ def cut_windows(index: ClusterIndex, pods: list[PodInfo], size: int) -> list[lis
     return [w for w in windows if w]
 
 
-def at_least_greedy(passes: GreedyPasses, reasons: Reasons, state: ClusterState, plan: Plan, pods: list[PodInfo]
-                    ) -> tuple[Plan, ClusterState]:
+class GreedyRun:
+    """One greedy run over `pods` from the initial state and, when it places every pod and evicts none (default
+    objective), its score measure: started at once in a forked process when `parallel` (Linux, two usable cores),
+    else run here when first asked for. `seconds` is its wall time once known."""
+
+    def __init__(self, passes: GreedyPasses, pods: list[PodInfo], parallel: bool) -> None:
+        self._passes, self._pods = passes, pods
+        self._result: tuple[Plan, ScoreMeasure | None] | None = None
+        self._conn = self._proc = None
+        self.seconds: float | None = None
+        if parallel and sys.platform == "linux" and usable_cores() >= 2:
+            ctx = multiprocessing.get_context("fork")  # the index is shared copy-on-write, not pickled
+            self._conn, child = ctx.Pipe(duplex=False)
+            self._proc = ctx.Process(target=_run_in_child, args=(passes, pods, child), daemon=True)
+            self._proc.start()
+            child.close()
+
+    @property
+    def forked(self) -> bool:
+        return self._proc is not None
+
+    def result(self, timeout: float | None = None) -> tuple[Plan, ScoreMeasure | None] | None:
+        """(plan, measure or None); None when the forked run has not ended within `timeout` seconds."""
+        if self._result is None and self._proc is not None:
+            if not self._conn.poll(timeout):
+                return None
+            try:
+                got = self._conn.recv()
+            except EOFError:
+                got = RuntimeError(f"the greedy run's process ended with exit code {self._proc.exitcode}")
+            self.close()
+            if isinstance(got, BaseException):
+                log.warning("the forked greedy run failed (%s); running it here", got)
+            else:
+                self._result, self.seconds = got[:2], got[2]
+        if self._result is None:
+            started = time.perf_counter()
+            self._result = _greedy_and_measure(self._passes, self._pods)
+            self.seconds = time.perf_counter() - started
+        return self._result
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.is_alive():
+                self._proc.terminate()
+            self._proc.join()
+            self._conn.close()
+            self._proc = None
+
+
+def _greedy_and_measure(passes: GreedyPasses, pods: list[PodInfo]) -> tuple[Plan, ScoreMeasure | None]:
+    greedy = passes.whole(pods)
+    if passes.opts.objective != "default" or greedy.evictions or any(p.node is None for p in greedy.placements):
+        return greedy, None
+    return greedy, plan_measure(passes.index, passes.config, greedy)
+
+
+def _run_in_child(passes: GreedyPasses, pods: list[PodInfo], conn) -> None:
+    started = time.perf_counter()
+    try:
+        conn.send((*_greedy_and_measure(passes, pods), time.perf_counter() - started))
+    except BaseException as exc:  # the parent runs it itself
+        conn.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def at_least_greedy(passes: GreedyPasses, reasons: Reasons, state: ClusterState, plan: Plan, pods: list[PodInfo],
+                    whole: tuple[Plan, ScoreMeasure | None]) -> tuple[Plan, ClusterState]:
     """The multi-window `plan` (ending in `state`) against one greedy run over every pod and, when that leaves
     pods out, the reordered passes over every pod (`GreedyPasses.reordered`). The plan placing most,
     lexicographically by priority, is kept: the windows', else greedy's (every window then says FALLBACK), else a
     pass's that beats greedy (every window says FEASIBLE; a warning says so). Windows that place every pod need no
-    comparison on pods placed: no plan places more. (plan, the state it ends in)."""
+    comparison on pods placed: no plan places more. `whole`: `GreedyRun.result()`. (plan, the state it ends in)."""
     index = passes.index
     placed = {p.pod for p in plan.placements if p.node}
     if all(p.key in placed for p in pods):
-        return measured_against_greedy(passes, plan, pods), state
-    greedy = passes.whole(pods)
+        return measured_against_greedy(passes, plan, pods, whole), state
+    greedy = whole[0]
     keys = {p.key for p in pods}
     victims = ([e.priority for e in plan.evictions], [e.priority for e in greedy.evictions])
     mine, theirs = net_vectors(pods, ({p.idx for p in pods if p.key in placed}, victims[0]),
@@ -84,17 +158,15 @@ def _reordered_beating(passes: GreedyPasses, pods: list[PodInfo], best: Vector, 
     return chosen
 
 
-def measured_against_greedy(passes: GreedyPasses, plan: Plan, pods: list[PodInfo]) -> Plan:
-    """A multi-window run that places every pod (up to MEASURE_CHECK, default objective, no evictions) against
-    one greedy run over all its pods on the score measure (`solver.measure`): greedy's plan is used when it places
-    every pod too, evicts nothing and measures higher."""
-    if passes.opts.objective != "default" or plan.evictions or len(pods) > MEASURE_CHECK:
+def measured_against_greedy(passes: GreedyPasses, plan: Plan, pods: list[PodInfo],
+                            whole: tuple[Plan, ScoreMeasure | None]) -> Plan:
+    """A multi-window run that places every pod (default objective, no evictions) against one greedy run over all
+    its pods on the score measure (`solver.measure`): greedy's plan is used when it places every pod too, evicts
+    nothing and measures higher."""
+    greedy, theirs = whole
+    if passes.opts.objective != "default" or plan.evictions or theirs is None:
         return plan
-    greedy = passes.whole(pods)
-    if greedy.evictions or any(p.node is None for p in greedy.placements):
-        return plan
-    index, config = passes.index, passes.config
-    if plan_measure(index, config, plan).total >= plan_measure(index, config, greedy).total:
+    if plan_measure(passes.index, passes.config, plan).total >= theirs.total:
         return plan
     return _greedy_instead(plan, greedy, {p.key for p in pods}, "one greedy run over all the windows' pods scores "
                            "higher on the score measure (every pod placed either way); the greedy plan is used")

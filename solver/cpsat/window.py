@@ -52,7 +52,7 @@ from .preemption import preemptors, representable, window_victims
 from .ranking import Vector, attempts_vector, lex_less, net_vectors, standings, window_measures
 from .scope import components, group_scope
 from .variables import EVICTED
-from .whole_run import at_least_greedy, cut_windows
+from .whole_run import GreedyRun, at_least_greedy, cut_windows
 
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
 
@@ -76,6 +76,7 @@ class CpsatScheduler:
         self._greedy = GreedyPasses(index, self.config, self.opts)
         self._reasons = Reasons(index, self._profile)
         self._greedy_seconds = 0.0  # wall time the windows' greedy passes took (what one greedy run would take)
+        self._measure_seconds, self._measured_pods = 0.0, 0  # the windows' score measures: time and window pods
         self._executor = Chooser(self.opts.executor, self.opts.workers, self.opts.ray_address)
 
     def run(self) -> Plan:
@@ -101,6 +102,41 @@ class CpsatScheduler:
         names = self.index.node_names
         if self.opts.deadline is not None:
             self._clock.deadline = started + self.opts.deadline
+        whole = None
+        if len(windows) > 1:
+            whole = GreedyRun(self._greedy, pods, parallel=self.opts.executor in ("auto", "pool"))
+        try:
+            plan = self._windows(plan, windows, names, started)
+            plan.warnings.extend(unimplemented_warnings(pods))
+            whole_check = "not needed" if whole is None else self._whole_check(whole, plan, pods)
+            if whole_check == "done":
+                plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods, whole.result())
+        finally:
+            if whole is not None:
+                whole.close()
+        plan.seconds = time.perf_counter() - started
+        self._report_deadline(plan, whole_check)
+        return plan
+
+    def _whole_check(self, whole: GreedyRun, plan: Plan, pods: list[PodInfo]) -> str:
+        """"done" once the whole-run greedy plan is there, "skipped" when the deadline leaves no time for it and the
+        measure of this plan (estimated from the windows' measures, else as long as the windows' greedy passes)."""
+        deadline = self._clock.deadline
+        if deadline is None:
+            return "done"
+        placed = {p.pod for p in plan.placements if p.node}
+        measuring = self.opts.objective == "default" and not plan.evictions and all(p.key in placed for p in pods)
+        rate = self._measure_seconds / self._measured_pods if self._measured_pods else None
+        estimate = (self._greedy_seconds if rate is None else rate * len(pods)) if measuring else 0.0
+        if not whole.forked:  # run here: one greedy run takes about what the windows' greedy passes took
+            estimate += self._greedy_seconds
+        left = deadline - time.perf_counter() - estimate
+        if left < 0 or whole.result(timeout=left) is None:
+            return "skipped"
+        return "done"
+
+    def _windows(self, plan: Plan, windows: list[list[PodInfo]], names: list[str], started: float) -> Plan:
+        """Every window decided in turn (the run began at `started`), the state moving on with each."""
         for k, wpods in enumerate(windows):
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
             remaining = self.opts.time_limit - spent
@@ -116,16 +152,6 @@ class CpsatScheduler:
                                     len(plan.placements))
             for victim, node, preemptor, violates in evictions:
                 plan.evictions.append(Eviction(victim.key, names[node], preemptor.key, victim.priority, violates))
-        plan.warnings.extend(unimplemented_warnings(pods))
-        whole_check = "done"
-        if len(windows) > 1:
-            # one greedy run over every pod takes about what the windows' greedy passes took
-            if self._clock.deadline is not None and time.perf_counter() + self._greedy_seconds > self._clock.deadline:
-                whole_check = "skipped"
-            else:
-                plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods)
-        plan.seconds = time.perf_counter() - started
-        self._report_deadline(plan, whole_check if len(windows) > 1 else "not needed")
         return plan
 
     def _report_deadline(self, plan: Plan, whole_check: str) -> None:
@@ -243,7 +269,10 @@ class CpsatScheduler:
         for p in pods:  # kube's message ends with what PostFilter (preemption) found: greedy's
             if nodes[p.idx] is None and fallback[p.idx].node is None and fallback[p.idx].post_filter:
                 self._reasons.post_filter[p.key] = fallback[p.idx].post_filter
-        measures = window_measures(self.config, self.state, w.groups, nodes, fallback, base.fallback_state)
+        timed = time.perf_counter()
+        measures = window_measures(self.config, self.state, w.groups, nodes, fallback, base.fallback_state, before)
+        self._measure_seconds += time.perf_counter() - timed
+        self._measured_pods += len(pods)
         goal_tied = self.opts.objective == "default" or solved.objective == solved.greedy_objective
         if tied and goal_tied and measures["cpsat"] < measures["greedy"]:
             self.state = before  # greedy's plan scores better on the final state: it stands

@@ -335,16 +335,32 @@ def test_windows_that_together_place_fewer_than_greedy_give_way_to_the_greedy_pl
     assert "fewer pods than one greedy run" in plan.warnings[-1]
 
 
-def test_windows_that_place_every_pod_beyond_the_measure_check_are_not_compared_with_a_greedy_run(monkeypatch):
+@pytest.mark.parametrize("executor", ["inprocess", "auto"])  # the greedy run here, or forked beside the windows
+def test_windows_that_place_every_pod_but_score_below_one_greedy_run_give_way_to_greedys_plan(monkeypatch, executor):
     from kplace.solver.cpsat import whole_run
-    from kplace.solver.greedy import GreedyScheduler
+    from kplace.solver.cpsat import window as window_mod
+    from kplace.solver.executors import usable_cores
 
-    def fail(*args, **kwargs):
-        raise AssertionError("a plan placing every pod needs no whole-run greedy comparison for pods placed")
+    state = build_state([node("a", cpu="4"), node("b", cpu="4")],
+                        [pod(f"p{i}", cpu="1", creation=_ts(i)) for i in range(2)])
+    real = window_mod.CpsatScheduler.solve_window
 
-    monkeypatch.setattr(GreedyScheduler, "run", fail)
-    monkeypatch.setattr(whole_run, "MEASURE_CHECK", 2)  # the score measure's comparison: up to 2 pods
-    state = build_state(node("a", cpu="4"), [pod(f"p{i}", cpu="1", creation=_ts(i)) for i in range(3)])
-    plan = schedule_cpsat(state.index, options=CpsatOptions(window=1, time_limit=5, workers=1))
-    assert len(plan.windows) == 3
-    assert [p.node for p in plan.placements] == ["a", "a", "a"]
+    def piled(self, pods, seconds):  # every window's pod on a, where greedy spreads them
+        window, placements, evictions = real(self, pods, seconds)
+        for p, pl in zip(pods, placements, strict=True):
+            self.state.forget(p)
+            self.state.assume(p, self.index.node_id["a"])
+            pl.node = "a"
+        return window, placements, evictions
+
+    forked = []
+    real_result = whole_run.GreedyRun.result
+    monkeypatch.setattr(whole_run.GreedyRun, "result", lambda self, timeout=None: (
+        forked.append(self.forked), real_result(self, timeout))[1])
+    monkeypatch.setattr(window_mod.CpsatScheduler, "solve_window", piled)
+    plan = schedule_cpsat(state.index, options=CpsatOptions(window=1, time_limit=5, workers=1, executor=executor))
+    greedy = schedule_greedy(state.index)
+    assert forked[0] == (executor == "auto" and usable_cores() >= 2)
+    assert plan.assignment() == greedy.assignment() == {"default/p0": "a", "default/p1": "b"}
+    assert all(w["status"] == "FALLBACK" for w in plan.windows)
+    assert "scores higher on the score measure" in plan.warnings[-1]

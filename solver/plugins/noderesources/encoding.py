@@ -2,19 +2,22 @@
 
 Both scores are functions of the node's final load and the pod's own request (no normalisation), so a pod p on
 node n scores F(L_n, r_p), with L_n the node's requested resources in the final state (p included) and F the
-plugin's own integer function. The node's contribution to the measure is T_n = Σ_{p on n} F(L_n).
+plugin's own integer function. The node's contribution to the measure is T_n = Σ_{p on n} F(L_n), over the
+window's pods and the pods earlier windows of the run placed on n (E_n, e_n = |E_n|): the measure scores those on
+the final state too, so a window that adds load to their node lowers their scores.
 
 - A node that one window group g can use: L_n = L⁰_n + k·r_g with k = y[g, n], so
-  T_n = k · F(L⁰_n + k·r_g), tabulated for k = 0..ub with the plugin's own function: a table of y[g, n]
-  (`ObjectiveTerm.tables`), which the model builder sums with the other plugins' tables of the same variable and
-  encodes once (`framework.encoding.piecewise`: lines where the sum is concave, an element otherwise).
+  T_n = k · F(L⁰_n + k·r_g) + Σ_{q ∈ E_n} F_q(L⁰_n + k·r_g) (less its value at k = 0), tabulated for
+  k = 0..ub with the plugin's own function: a table of y[g, n] (`ObjectiveTerm.tables`), which the model builder
+  sums with the other plugins' tables of the same variable and encodes once (`framework.encoding.piecewise`: lines
+  where the sum is concave, an element otherwise).
 - BalancedAllocation (kube 1.36) scores the change of balance the pod makes: F = 50 + ⌊(50 + B(L) − B(L − r))/2⌋
   with B the balance of the loads; on a node one group can use it is tabulated as above (neither concave nor
   convex in general: an element constraint). On a node several groups share it keeps the first-order coefficient.
 - A node several groups can use (NodeResourcesFit): the resources' weighted utilisation is one scalar,
   u_n = Σ_r w_r L_nr / (A_nr Σw), and LeastAllocated ≈ 100(1 − u), MostAllocated ≈ 100u (kube's integer
   floors dropped). With U_n = round(1000 u) as an integer expression of the y and C_n = Σ_g y[g, n],
-  T_n ≈ C_n(100 − U_n/10) resp. C_n U_n/10, one product variable P_n = C_n·U_n per node
+  T_n ≈ (C_n + e_n)(100 − U_n/10) resp. (C_n + e_n) U_n/10, one product variable P_n = C_n·U_n per node
   (AddMultiplicationEquality), within one point of the plugin's score per pod (rounding of per-mille loads and of
   kube's floors). RequestedToCapacityRatio on such a node keeps the first-order coefficient: the score of one pod
   of g on n at the window's start.
@@ -36,31 +39,50 @@ from ...framework.encoding import (
 )
 from .args import LEAST, MOST
 from .helpers import _columns, allocation, pod_requests
+from .scoring import balanced_allocation
 
 
-def _tables(ctx: EncodingContext, scorer, wanted: list[tuple[int, int, int]], non_zero: bool, resources
-            ) -> dict[tuple[int, int], list[int]]:
-    """For each (g, n, k_max) of `wanted`: SCALE · weight · k · F(L⁰_n + k·r_g) for k = 0..k_max, F evaluated in one
-    call per group over all its nodes and counts (`scorer(g)` gives F's row function)."""
+def _tables(ctx: EncodingContext, scorer, wanted: list[tuple[int, int, int]], non_zero: bool, resources,
+            earlier: list[tuple[object, np.ndarray, int]] = ()) -> dict[tuple[int, int], list[int]]:
+    """For each (g, n, k_max) of `wanted`: SCALE · weight · (k · F_g(L_k) + Σ_{q ∈ E_n} (F_q(L_k) − F_q(L_0))) for
+    k = 0..k_max, with L_k = L⁰_n + k·r_g and E_n the pods earlier windows placed on n, which the measure scores on
+    the final state too. F is evaluated in one call per group over all its nodes and counts, and once more per kind
+    of earlier pod (`scorer(g)` gives F_g's row function; `earlier` holds (row function, pods per node, a pod of
+    that kind))."""
     h = ctx.handle
     by_group: dict[int, list[tuple[int, int]]] = {}
     for gid, n, k_max in wanted:
         by_group.setdefault(gid, []).append((n, k_max))
     out = {}
+    unit = SCALE * ctx.weight
     for gid, items in by_group.items():
         g = h.groups[gid]
         nodes = np.array([n for n, _ in items], dtype=np.int64)
-        ks = max(k for _, k in items)
+        ks = max(k for _, k in items) + 1  # k = 0..k_max
         req, alloc, inc = allocation(h.state, g.rep.idx, nodes, resources, non_zero)
         step = pod_requests(h.state.index, g.rep.idx, resources, non_zero) * _columns(
             h.state.index, resources, non_zero)[1]
-        rows = (req[:, None, :] + np.arange(ks)[None, :, None] * step).reshape(-1, req.shape[1])
-        per_pod = np.asarray(scorer(g)(rows, np.repeat(alloc, ks, axis=0), np.repeat(inc, ks, axis=0)),
-                             dtype=np.int64).reshape(len(nodes), ks)
-        unit = SCALE * ctx.weight
+        rows = (req[:, None, :] + np.arange(-1, ks - 1)[None, :, None] * step).reshape(-1, req.shape[1])
+        alloc_rows = np.repeat(alloc, ks, axis=0)
+        value = _at_rows(scorer(g), rows, alloc_rows, inc, ks) * np.arange(ks)[None, :]
+        for fn, per_node, q in earlier:
+            counts = per_node[nodes]
+            if counts.any():
+                own = _at_rows(fn, rows, alloc_rows, allocation(h.state, q, nodes, resources, non_zero)[2], ks)
+                value += counts[:, None] * (own - own[:, :1])
         for i, (n, k_max) in enumerate(items):
-            out[gid, n] = [0, *(unit * (k + 1) * int(s) for k, s in enumerate(per_pod[i, :k_max].tolist()))]
+            out[gid, n] = (unit * value[i, : k_max + 1]).tolist()
     return out
+
+
+def _at_rows(fn, rows: np.ndarray, alloc_rows: np.ndarray, inc: np.ndarray, ks: int) -> np.ndarray:
+    """fn over `rows` (ks loads per node, node by node) as a (nodes, ks) array."""
+    return np.asarray(fn(rows, alloc_rows, np.repeat(inc, ks, axis=0)), dtype=np.int64).reshape(-1, ks)
+
+
+def earlier_pods(h) -> np.ndarray:
+    """The pods earlier windows placed (pending in the input, on a node in the window's starting state)."""
+    return np.flatnonzero((h.state.pod_node >= 0) & (h.state.index.pod_node < 0))
 
 
 def _loads(ctx: EncodingContext, entries, n: int, resources, non_zero: bool):
@@ -124,9 +146,12 @@ def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     terms = LinearTerms()
     exact = True
     products = strategy in (LEAST, MOST)
+    placed = earlier_pods(h)
+    per_node = np.bincount(h.state.pod_node[placed], minlength=h.state.n_nodes)
+    earlier = [(plugin.score_of, per_node, int(placed[0]))] if len(placed) else []
     tables = _tables(ctx, lambda g: plugin.score_of, [
         (g.gid, n, h.ub[g.gid][n] if len(entries) == 1 else 1) for n, entries in h.by_node.items()
-        if len(entries) == 1 or not products for g, _ in entries], True, names)
+        if len(entries) == 1 or not products for g, _ in entries], True, names, earlier)
     for n, entries in h.by_node.items():
         if len(entries) == 1:
             _single(ctx, terms, entries, n, tables[entries[0][0].gid, n])
@@ -141,11 +166,15 @@ def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
         u0, d = util
         c, count, p, pval = _product(ctx, entries, n, u0, d, "fit")
         k = SCALE * ctx.weight
+        e = int(per_node[n])  # earlier pods on n: e·(100 − U/10) resp. e·U/10, linear in the y
         if strategy == LEAST:  # C(100 − U/10) in SCALE-ths: 100k·C − (k/10)·P
             terms.add(c, 100 * k, count)
             terms.add(p, -(k // 10), pval)
         else:  # C·U/10
             terms.add(p, k // 10, pval)
+        for g, var in entries if e else ():
+            terms.add(var, (-1 if strategy == LEAST else 1) * e * (k // 10) * d[g.gid],
+                      lambda cs, g=g.gid, n=n: cs.get(g, {}).get(n, 0))
     return terms.term("NodeResourcesFit", exact=exact,
                       note="" if exact else "nodes shared by several groups: per-mille load products")
 
@@ -159,17 +188,20 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     exact = True
 
     def scorer(g):
-        from .helpers import pod_requests
-        from .scoring import balanced_allocation
-
         own = pod_requests(h.state.index, g.rep.idx, resources, non_zero=False)
         return lambda req, alloc, inc: balanced_allocation(req, alloc, inc, own)
 
-    counted = {g.gid for g in h.groups.values()
-               if (h.state.index.pod_req[g.rep.idx] > 0).any() and _requests_any(h, g, resources)}
+    index = h.state.index
+    counted = {g.gid for g in h.groups.values() if _scored(index, g.rep.idx, resources)}
     on_node = {n: [(g, var) for g, var in entries if g.gid in counted] for n, entries in h.by_node.items()}
+    kinds: dict[tuple, list[int]] = {}  # earlier pods by their requests: they score alike on the same loads
+    for q in earlier_pods(h).tolist():
+        if _scored(index, q, resources):
+            kinds.setdefault(tuple(pod_requests(index, q, resources, non_zero=False).tolist()), []).append(q)
+    earlier = [(lambda req, alloc, inc, own=own: balanced_allocation(req, alloc, inc, np.array(own)),
+                np.bincount(h.state.pod_node[qs], minlength=h.state.n_nodes), qs[0]) for own, qs in kinds.items()]
     tables = _tables(ctx, scorer, [(g.gid, n, h.ub[g.gid][n] if len(scored) == 1 else 1)
-                                   for n, scored in on_node.items() for g, _ in scored], False, resources)
+                                   for n, scored in on_node.items() for g, _ in scored], False, resources, earlier)
     for n, scored in on_node.items():
         if not scored:
             continue
@@ -183,11 +215,9 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
                       note="" if exact else "nodes shared by several groups: first-order coefficients")
 
 
-def _requests_any(h, g, resources) -> bool:
-    """BalancedAllocation's PreScore: skip pods requesting none of the configured resources."""
-    from .helpers import pod_requests
-
-    return bool(pod_requests(h.state.index, g.rep.idx, resources, non_zero=False).any())
+def _scored(index, pod_idx: int, resources) -> bool:
+    """BalancedAllocation scores the pod (its PreScore skips pods requesting none of the configured resources)."""
+    return bool((index.pod_req[pod_idx] > 0).any() and pod_requests(index, pod_idx, resources, non_zero=False).any())
 
 
 def capacity(ctx: ConstraintContext) -> None:
