@@ -117,23 +117,26 @@ def _run_in_child(passes: GreedyPasses, pods: list[PodInfo], conn) -> None:
 
 
 def at_least_greedy(passes: GreedyPasses, reasons: Reasons, state: ClusterState, plan: Plan, pods: list[PodInfo],
-                    whole: tuple[Plan, ScoreMeasure | None]) -> tuple[Plan, ClusterState]:
+                    whole: tuple[Plan, ScoreMeasure | None], *, measure: bool = True, reorder: bool = True
+                    ) -> tuple[Plan, ClusterState]:
     """The multi-window `plan` (ending in `state`) against one greedy run over every pod and, when that leaves
-    pods out, the reordered passes over every pod (`GreedyPasses.reordered`). The plan placing most,
-    lexicographically by priority, is kept: the windows', else greedy's (every window then says FALLBACK), else a
-    pass's that beats greedy (every window says FEASIBLE; a warning says so). Windows that place every pod need no
-    comparison on pods placed: no plan places more. `whole`: `GreedyRun.result()`. (plan, the state it ends in)."""
+    pods out, the reordered passes over every pod (`GreedyPasses.reordered`, unless `reorder` is False: no time
+    for them). The plan placing most, lexicographically by priority, is kept: the windows', else greedy's (every
+    window then says FALLBACK), else a pass's that beats greedy (every window says FEASIBLE; a warning says so).
+    Windows that place every pod need no comparison on pods placed: no plan places more; they are compared on the
+    score measure, or, when `measure` is False (no time for it), give way to greedy's plan when it places every pod
+    too. `whole`: `GreedyRun.result()`. (plan, the state it ends in)."""
     index = passes.index
     placed = {p.pod for p in plan.placements if p.node}
     if all(p.key in placed for p in pods):
-        return measured_against_greedy(passes, plan, pods, whole), state
+        return measured_against_greedy(passes, plan, pods, whole, measure), state
     greedy = whole[0]
     keys = {p.key for p in pods}
     victims = ([e.priority for e in plan.evictions], [e.priority for e in greedy.evictions])
     mine, theirs = net_vectors(pods, ({p.idx for p in pods if p.key in placed}, victims[0]),
                                ({index.pod_by_key[p.pod].idx for p in greedy.placements if p.node}, victims[1]))
     best = max(mine, theirs, key=lambda vec: [c for _, c in vec])
-    if any(p.node is None for p in greedy.placements) and sum(c for _, c in best) < len(pods):
+    if reorder and any(p.node is None for p in greedy.placements) and sum(c for _, c in best) < len(pods):
         chosen = _reordered_beating(passes, pods, best, victims)
         if chosen is not None:
             state, attempts = chosen
@@ -159,13 +162,17 @@ def _reordered_beating(passes: GreedyPasses, pods: list[PodInfo], best: Vector, 
 
 
 def measured_against_greedy(passes: GreedyPasses, plan: Plan, pods: list[PodInfo],
-                            whole: tuple[Plan, ScoreMeasure | None]) -> Plan:
+                            whole: tuple[Plan, ScoreMeasure | None], measure: bool = True) -> Plan:
     """A multi-window run that places every pod (default objective, no evictions) against one greedy run over all
     its pods on the score measure (`solver.measure`): greedy's plan is used when it places every pod too, evicts
-    nothing and measures higher."""
+    nothing and measures higher, or, with no time for the measure (`measure` False), at all."""
     greedy, theirs = whole
     if passes.opts.objective != "default" or plan.evictions or theirs is None:
         return plan
+    if not measure:
+        return _greedy_instead(plan, greedy, {p.key for p in pods}, "the deadline left no time to compare the "
+                               "windows' plan with one greedy run over all their pods on the score measure; the "
+                               "greedy plan, which places every pod too, is used")
     if plan_measure(passes.index, passes.config, plan).total >= theirs.total:
         return plan
     return _greedy_instead(plan, greedy, {p.key for p in pods}, "one greedy run over all the windows' pods scores "

@@ -108,9 +108,12 @@ class CpsatScheduler:
         try:
             plan = self._windows(plan, windows, names, started)
             plan.warnings.extend(unimplemented_warnings(pods))
-            whole_check = "not needed" if whole is None else self._whole_check(whole, plan, pods)
-            if whole_check == "done":
-                plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods, whole.result())
+            whole_check = "not needed"
+            if whole is not None:
+                whole_check, measure, reorder = self._whole_check(whole, plan, pods)
+                if whole_check != "skipped":
+                    plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods,
+                                                       whole.result(), measure=measure, reorder=reorder)
         finally:
             if whole is not None:
                 whole.close()
@@ -118,22 +121,25 @@ class CpsatScheduler:
         self._report_deadline(plan, whole_check)
         return plan
 
-    def _whole_check(self, whole: GreedyRun, plan: Plan, pods: list[PodInfo]) -> str:
-        """"done" once the whole-run greedy plan is there, "skipped" when the deadline leaves no time for it and the
-        measure of this plan (estimated from the windows' measures, else as long as the windows' greedy passes)."""
+    def _whole_check(self, whole: GreedyRun, plan: Plan, pods: list[PodInfo]) -> tuple[str, bool, bool]:
+        """(status, time for the score measure, time for the reordered passes) of the comparison with one greedy
+        run over every pod under the deadline: "skipped" when that run is not there in time; "pods placed only" when
+        it is but this plan's measure (estimated from the windows' measures, else as long as the windows' greedy
+        passes) would not end in time; else "done". The reordered passes are two greedy runs."""
         deadline = self._clock.deadline
         if deadline is None:
-            return "done"
+            return "done", True, True
+        if not whole.forked and time.perf_counter() + self._greedy_seconds > deadline:
+            return "skipped", False, False  # run here: one greedy run takes about what the windows' passes took
+        if whole.result(timeout=max(0.0, deadline - time.perf_counter())) is None:
+            return "skipped", False, False
+        left = deadline - time.perf_counter()
         placed = {p.pod for p in plan.placements if p.node}
-        measuring = self.opts.objective == "default" and not plan.evictions and all(p.key in placed for p in pods)
-        rate = self._measure_seconds / self._measured_pods if self._measured_pods else None
-        estimate = (self._greedy_seconds if rate is None else rate * len(pods)) if measuring else 0.0
-        if not whole.forked:  # run here: one greedy run takes about what the windows' greedy passes took
-            estimate += self._greedy_seconds
-        left = deadline - time.perf_counter() - estimate
-        if left < 0 or whole.result(timeout=left) is None:
-            return "skipped"
-        return "done"
+        measure = True
+        if self.opts.objective == "default" and not plan.evictions and all(p.key in placed for p in pods):
+            rate = self._measure_seconds / self._measured_pods if self._measured_pods else None
+            measure = (self._greedy_seconds if rate is None else rate * len(pods)) <= left
+        return "done" if measure else "pods placed only", measure, 2 * self._greedy_seconds <= left
 
     def _windows(self, plan: Plan, windows: list[list[PodInfo]], names: list[str], started: float) -> Plan:
         """Every window decided in turn (the run began at `started`), the state moving on with each."""
@@ -158,7 +164,7 @@ class CpsatScheduler:
         """The plan's `deadline` field and warning, when the deadline cut a search or decided a window."""
         fallback = [k for k, w in enumerate(plan.windows) if w.get("deadline")]
         cut = [k for k, w in enumerate(plan.windows) if w.get("deadline_cut")]
-        if not fallback and not cut and whole_check != "skipped":
+        if not fallback and not cut and whole_check not in ("skipped", "pods placed only"):
             return
         plan.deadline = {"seconds": self.opts.deadline, "fallback_windows": fallback, "cut_windows": cut,
                          "whole_run_check": whole_check}
@@ -171,6 +177,9 @@ class CpsatScheduler:
                          "fallback)")
         if whole_check == "skipped":
             parts.append("the run was not compared with one greedy run over all its pods (no time left)")
+        elif whole_check == "pods placed only":
+            parts.append("the run was compared with one greedy run over all its pods on pods placed only (no time "
+                         "left for the score measure)")
         plan.warnings.append(f"the {self.opts.deadline:g} s deadline for the decision passed: " + "; ".join(parts)
                              + "; this plan is not the deterministic one (rerun with a longer --deadline for it)")
 

@@ -62,7 +62,7 @@ def test_a_deadline_passing_after_the_first_window_leaves_that_windows_search_an
     def on_window(done, total, placed, decided):
         jump[0] = 1e6
 
-    opts = CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window)
+    opts = CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window, executor="inprocess")
     plan = schedule_cpsat(index, default_config(), opts)
     greedy = schedule_greedy(index, default_config())
     assert verify_plan(index, plan) == []
@@ -70,6 +70,33 @@ def test_a_deadline_passing_after_the_first_window_leaves_that_windows_search_an
     assert plan.deadline["fallback_windows"] == list(range(1, len(plan.windows)))
     assert plan.deadline["whole_run_check"] == "skipped"
     assert not plan.windows[0].get("deadline")
+
+
+def test_a_deadline_leaving_no_time_for_the_score_measure_gives_the_whole_run_greedy_plan_when_it_places_as_many(
+        monkeypatch):
+    """The forked greedy run is there when the windows end, but the clock has jumped past the deadline: the windows'
+    plan is not measured, and greedy's, placing every pod too, is committed."""
+    from kplace.solver.cpsat import whole_run
+
+    index = _state(12, 30)
+    jump = [0.0]
+    real = time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
+    real_result = whole_run.GreedyRun.result
+    monkeypatch.setattr(whole_run.GreedyRun, "result", lambda self, timeout=None: real_result(self, None))
+
+    def on_window(done, total, placed, decided):
+        if done == total:
+            jump[0] = 1e6
+
+    opts = CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window)
+    plan = schedule_cpsat(index, default_config(), opts)
+    greedy = schedule_greedy(index, default_config())
+    assert all(p.node for p in greedy.placements)
+    assert plan.assignment() == greedy.assignment()
+    assert plan.deadline["whole_run_check"] == "pods placed only"
+    assert any("no time to compare" in w for w in plan.warnings)
+    assert verify_plan(index, plan) == []
 
 
 def test_a_run_the_deadline_never_reaches_is_the_deterministic_plan():
