@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_scale.py                                # the default ladder
     .venv/bin/python benchmarks/bench_scale.py --size 20000x200000x40000 --steps load,greedy,cpsat
     .venv/bin/python benchmarks/bench_scale.py --size 50000x500000x100000 --max-rss-gib 12
+    .venv/bin/python benchmarks/bench_scale.py --size 50000x500000x100000 --steps load,greedy --greedy-pods 5000
 
 A size is NODESxPODSxPENDING (every pod, DaemonSets included, and the pending ones among them). Per size, each
 step runs in a process of its own, so that its peak resident memory (getrusage's ru_maxrss) is its own, under a
@@ -10,8 +11,8 @@ watchdog that kills it past `--max-rss-gib` or `--step-timeout` (the step is the
 
 - generate: `kplace generate scale` into a temporary folder (streamed JSON);
 - load: `load_state` + `compile_index`;
-- greedy: load, then the greedy engine over every pending pod (pods/s over the scheduling alone), then the
-  verifier;
+- greedy: load, then the greedy engine over every pending pod, or the first N in queue order with
+  `--greedy-pods N` (pods/s over the scheduling alone), then the verifier;
 - cpsat: load, then `kplace schedule`'s decision (CP-SAT with `--time-limit T`, the wall-clock deadline T,
   verification included): its wall time against T, the deadline's report, pods placed per priority against
   greedy's.
@@ -83,16 +84,17 @@ def step(name: str, path: str, args: argparse.Namespace) -> dict:
     if name == "load":
         return out
     if name == "greedy":
-        from kplace.solver.greedy import schedule_greedy
+        from kplace.solver.greedy import GreedyScheduler
         from kplace.solver.verify import verify_plan
 
+        pods = index.pending[: args.greedy_pods] if args.greedy_pods else index.pending
         t0 = time.perf_counter()
-        plan = schedule_greedy(index, config)
+        plan = GreedyScheduler(index, config).run(pods)
         t1 = time.perf_counter()
         violations = verify_plan(index, plan)
         t2 = time.perf_counter()
         out.update(schedule_s=round(t1 - t0, 2), verify_s=round(t2 - t1, 2), violations=len(violations),
-                   pods_per_s=round(len(index.pending) / max(t1 - t0, 1e-9), 1), placed=_by_priority(plan),
+                   pods=len(pods), pods_per_s=round(len(pods) / max(t1 - t0, 1e-9), 1), placed=_by_priority(plan),
                    rss_mib=_rss_mib())
         return out
     if name == "cpsat":
@@ -115,7 +117,8 @@ def step(name: str, path: str, args: argparse.Namespace) -> dict:
 def _run_step(name: str, path: str, args: argparse.Namespace) -> dict:
     """The step in a child process under the memory and time watchdog."""
     cmd = [sys.executable, __file__, "--worker", name, "--state", path, "--size", args.size_text,
-           "--time-limit", str(args.time_limit), "--window", str(args.window), "--seed", str(args.seed)]
+           "--time-limit", str(args.time_limit), "--window", str(args.window), "--seed", str(args.seed),
+           "--greedy-pods", str(args.greedy_pods)]
     with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
         proc = subprocess.Popen([*cmd, "--result", out.name])
         started, peak = time.perf_counter(), 0.0
@@ -172,9 +175,10 @@ def render(results: list[dict], args: argparse.Namespace) -> str:
              f"{args.seed}; each step in a process of its own, killed past {args.max_rss_gib} GiB resident or "
              f"{args.step_timeout:.0f} s):", "",
              f"    .venv/bin/python benchmarks/bench_scale.py --size {' --size '.join(r['size'] for r in results)}"
-             f" --time-limit {args.time_limit:g} --steps {','.join(args.steps)}", "",
+             f" --time-limit {args.time_limit:g} --steps {','.join(args.steps)}"
+             + (f" --greedy-pods {args.greedy_pods}" if args.greedy_pods else ""), "",
              f"Machine: {machine()}; shared with other work while measured (one run per figure).", "",
-             "| nodes × pods (pending) | generate | load + compile | load RSS | greedy sched | greedy pods/s | "
+             "| nodes × pods (pending) | generate | load + compile | load RSS | greedy sched (pods) | greedy pods/s | "
              "greedy verify | greedy RSS | CP-SAT decision (T) | CP-SAT RSS | placed CP-SAT / greedy | deadline |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
@@ -189,7 +193,7 @@ def render(results: list[dict], args: argparse.Namespace) -> str:
 
         load = "-" if not ld else ld["error"] if "error" in ld else f"{ld['load_s'] + ld['compile_s']:.1f} s"
         placed = "-"
-        if gr.get("placed") and cp.get("placed"):
+        if gr.get("placed") and cp.get("placed") and not args.greedy_pods:
             placed = f"{sum(cp['placed'].values()):,} / {sum(gr['placed'].values()):,}"
             worse = [k for k in gr["placed"] if cp["placed"].get(k, 0) < gr["placed"][k]]
             placed += " (fewer at priority " + ", ".join(worse) + ")" if worse else " (≥ per priority)"
@@ -199,9 +203,11 @@ def render(results: list[dict], args: argparse.Namespace) -> str:
             deadline = ("not reached" if d is None else
                         f"passed: {len(d['fallback_windows'])} of {cp['windows']} windows greedy's, "
                         f"{len(d['cut_windows'])} cut")
+        sched_pods = "" if "error" in gr or not gr else f" ({gr.get('pods', pend):,})"
         cpsat = "-" if not cp else cp["error"] if "error" in cp else f"{cp['decide_s']:.1f} s ({cp['time_limit']:g} s)"
         lines.append(f"| {n:,} × {p:,} ({pend:,}) | {cell(g, 'seconds', ' s')} | {load} | "
-                     f"{cell(ld, 'load_rss_mib', ' GiB', 1024)} | {cell(gr, 'schedule_s', ' s')} | "
+                     f"{cell(ld, 'load_rss_mib', ' GiB', 1024)} | {cell(gr, 'schedule_s', ' s')}"
+                     f"{sched_pods} | "
                      f"{cell(gr, 'pods_per_s')} | {cell(gr, 'verify_s', ' s')} | {cell(gr, 'rss_mib', ' GiB', 1024)} | "
                      f"{cpsat} | {cell(cp, 'rss_mib', ' GiB', 1024)} | {placed} | {deadline} |")
     lines += ["", END]
@@ -221,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", default=",".join(STEPS), help="comma-separated among " + ", ".join(STEPS))
     ap.add_argument("--time-limit", type=float, default=60.0, help="CP-SAT's --time-limit and deadline (s)")
     ap.add_argument("--window", type=int, default=1000)
+    ap.add_argument("--greedy-pods", type=int, default=0,
+                    help="the greedy step schedules the first N pending pods only (0: all); the CP-SAT step, which "
+                         "compares with greedy's pods placed, is then left out")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-rss-gib", type=float, default=10.0)
     ap.add_argument("--step-timeout", type=float, default=1800.0)
@@ -236,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         res = step(args.worker, args.state, args)
         Path(args.result).write_text(json.dumps(res))
         return 0
-    args.steps = [s for s in args.steps.split(",") if s]
+    args.steps = [s for s in args.steps.split(",") if s and not (s == "cpsat" and args.greedy_pods)]
     results = []
     for text in args.size or LADDER:
         args.size_text, args.size_tuple = text, _size(text)
