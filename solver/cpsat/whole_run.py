@@ -70,6 +70,12 @@ class GreedyRun:
     def forked(self) -> bool:
         return self._proc is not None
 
+    def places_every_pod(self) -> bool:
+        """The run has ended (without waiting for it) and places every pod, evicting none: no plan does better on
+        pods placed."""
+        got = self.result(timeout=0) if self.forked or self._result is not None else None
+        return got is not None and not got[0].evictions and all(p.node for p in got[0].placements)
+
     def result(self, timeout: float | None = None) -> tuple[Plan, ScoreMeasure | None] | None:
         """(plan, measure or None); None when the forked run has not ended within `timeout` seconds."""
         if self._result is None and self._proc is not None:
@@ -177,6 +183,14 @@ def measured_against_greedy(passes: GreedyPasses, plan: Plan, pods: list[PodInfo
         return plan
     return _greedy_instead(plan, greedy, {p.key for p in pods}, "one greedy run over all the windows' pods scores "
                            "higher on the score measure (every pod placed either way); the greedy plan is used")
+
+
+def rest_left_to_greedy(plan: Plan, whole: tuple[Plan, ScoreMeasure | None], pods: list[PodInfo], left: int
+                        ) -> Plan:
+    """The deadline passed with `left` windows undecided, and one greedy run over every pod (`whole`) places them
+    all: its plan, since the windows could at best tie on pods placed and there is no time to compare more."""
+    return _greedy_instead(plan, whole[0], {p.key for p in pods}, f"the deadline passed with {left} window(s) left "
+                           "and one greedy run over all the pods places every one of them; the greedy plan is used")
 
 
 def _pass_instead(plan: Plan, keys: set[str], placements: list[Placement]) -> Plan:

@@ -52,7 +52,7 @@ from .preemption import preemptors, representable, window_victims
 from .ranking import Vector, attempts_vector, lex_less, net_vectors, standings, window_measures
 from .scope import components, group_scope
 from .variables import EVICTED
-from .whole_run import GreedyRun, at_least_greedy, cut_windows
+from .whole_run import GreedyRun, at_least_greedy, cut_windows, rest_left_to_greedy
 
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
 
@@ -106,10 +106,13 @@ class CpsatScheduler:
         if len(windows) > 1:
             whole = GreedyRun(self._greedy, pods, parallel=self.opts.executor in ("auto", "pool"))
         try:
-            plan = self._windows(plan, windows, names, started)
+            left = self._windows(plan, windows, names, started, whole)
             plan.warnings.extend(unimplemented_warnings(pods))
             whole_check = "not needed"
-            if whole is not None:
+            if left:
+                whole_check = "greedy's run used"
+                plan = rest_left_to_greedy(plan, whole.result(), pods, left)
+            elif whole is not None:
                 whole_check, measure, reorder = self._whole_check(whole, plan, pods)
                 if whole_check != "skipped":
                     plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods,
@@ -141,9 +144,15 @@ class CpsatScheduler:
             measure = (self._greedy_seconds if rate is None else rate * len(pods)) <= left
         return "done" if measure else "pods placed only", measure, 2 * self._greedy_seconds <= left
 
-    def _windows(self, plan: Plan, windows: list[list[PodInfo]], names: list[str], started: float) -> Plan:
-        """Every window decided in turn (the run began at `started`), the state moving on with each."""
+    def _windows(self, plan: Plan, windows: list[list[PodInfo]], names: list[str], started: float,
+                 whole: GreedyRun | None) -> int:
+        """Every window decided in turn into `plan` (the run began at `started`), the state moving on with each;
+        once the deadline has passed and one greedy run over every pod (`whole`) has placed them all, the windows
+        left are not decided (how many is returned)."""
         for k, wpods in enumerate(windows):
+            if whole is not None and self._clock.past_deadline() and whole.places_every_pod():
+                plan.windows.extend(_deadline_window(w, "FALLBACK", [], 0.0) for w in windows[k:])
+                return len(windows) - k
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
             remaining = self.opts.time_limit - spent
             if self._clock.past_deadline():
@@ -158,13 +167,13 @@ class CpsatScheduler:
                                     len(plan.placements))
             for victim, node, preemptor, violates in evictions:
                 plan.evictions.append(Eviction(victim.key, names[node], preemptor.key, victim.priority, violates))
-        return plan
+        return 0
 
     def _report_deadline(self, plan: Plan, whole_check: str) -> None:
         """The plan's `deadline` field and warning, when the deadline cut a search or decided a window."""
         fallback = [k for k, w in enumerate(plan.windows) if w.get("deadline")]
         cut = [k for k, w in enumerate(plan.windows) if w.get("deadline_cut")]
-        if not fallback and not cut and whole_check not in ("skipped", "pods placed only"):
+        if not fallback and not cut and whole_check in ("done", "not needed"):
             return
         plan.deadline = {"seconds": self.opts.deadline, "fallback_windows": fallback, "cut_windows": cut,
                          "whole_run_check": whole_check}

@@ -155,3 +155,28 @@ def test_a_run_the_deadline_decided_without_a_model_reports_no_bound_and_no_gap(
     s = solver_metrics(plan)
     assert s["unmodelled"] == len(plan.windows) and s["bound"] is None and s["gap"] is None
 
+
+
+def test_windows_left_when_the_deadline_passes_are_not_decided_once_one_greedy_run_has_placed_every_pod(monkeypatch):
+    from kplace.solver.cpsat import whole_run
+
+    index = _state(12, 30)
+    jump = [0.0]
+    real = time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
+    real_result = whole_run.GreedyRun.result
+    monkeypatch.setattr(whole_run.GreedyRun, "result", lambda self, timeout=None: real_result(self, None))
+    decided = []
+
+    def on_window(done, total, placed, decided_pods):
+        decided.append(done)
+        jump[0] = 1e6
+
+    opts = CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window)
+    plan = schedule_cpsat(index, default_config(), opts)
+    assert decided == [1]
+    assert plan.assignment() == schedule_greedy(index, default_config()).assignment()
+    assert plan.deadline["whole_run_check"] == "greedy's run used"
+    assert plan.deadline["fallback_windows"] == [1, 2]
+    assert any("2 window(s) left" in w for w in plan.warnings)
+    assert verify_plan(index, plan) == []

@@ -43,12 +43,12 @@ from .scoring import balanced_allocation
 
 
 def _tables(ctx: EncodingContext, scorer, wanted: list[tuple[int, int, int]], non_zero: bool, resources,
-            earlier: list[tuple[object, np.ndarray, int]] = ()) -> dict[tuple[int, int], list[int]]:
+            earlier: list[tuple[object, np.ndarray, np.ndarray]] = ()) -> dict[tuple[int, int], list[int]]:
     """For each (g, n, k_max) of `wanted`: SCALE · weight · (k · F_g(L_k) + Σ_{q ∈ E_n} (F_q(L_k) − F_q(L_0))) for
     k = 0..k_max, with L_k = L⁰_n + k·r_g and E_n the pods earlier windows placed on n, which the measure scores on
     the final state too. F is evaluated in one call per group over all its nodes and counts, and once more per kind
-    of earlier pod (`scorer(g)` gives F_g's row function; `earlier` holds (row function, pods per node, a pod of
-    that kind))."""
+    of earlier pod (`scorer(g)` gives F_g's row function; `earlier` holds, per kind, its row function, its pods
+    per node and the resources its scores include per node, `_earlier_kind`))."""
     h = ctx.handle
     by_group: dict[int, list[tuple[int, int]]] = {}
     for gid, n, k_max in wanted:
@@ -65,10 +65,10 @@ def _tables(ctx: EncodingContext, scorer, wanted: list[tuple[int, int, int]], no
         rows = (req[:, None, :] + np.arange(-1, ks - 1)[None, :, None] * step).reshape(-1, req.shape[1])
         alloc_rows = np.repeat(alloc, ks, axis=0)
         value = _at_rows(scorer(g), rows, alloc_rows, inc, ks) * np.arange(ks)[None, :]
-        for fn, per_node, q in earlier:
+        for fn, per_node, included in earlier:
             counts = per_node[nodes]
             if counts.any():
-                own = _at_rows(fn, rows, alloc_rows, allocation(h.state, q, nodes, resources, non_zero)[2], ks)
+                own = _at_rows(fn, rows, alloc_rows, included[nodes], ks)
                 value += counts[:, None] * (own - own[:, :1])
         for i, (n, k_max) in enumerate(items):
             out[gid, n] = (unit * value[i, : k_max + 1]).tolist()
@@ -83,6 +83,13 @@ def _at_rows(fn, rows: np.ndarray, alloc_rows: np.ndarray, inc: np.ndarray, ks: 
 def earlier_pods(h) -> np.ndarray:
     """The pods earlier windows placed (pending in the input, on a node in the window's starting state)."""
     return np.flatnonzero((h.state.pod_node >= 0) & (h.state.index.pod_node < 0))
+
+
+def _earlier_kind(h, fn, pods: list[int], resources, non_zero: bool) -> tuple[object, np.ndarray, np.ndarray]:
+    """(row function, pods per node, resources included per node) of earlier pods that score alike."""
+    everywhere = np.arange(h.state.n_nodes, dtype=np.int64)
+    return (fn, np.bincount(h.state.pod_node[pods], minlength=h.state.n_nodes),
+            allocation(h.state, pods[0], everywhere, resources, non_zero)[2])
 
 
 def _loads(ctx: EncodingContext, entries, n: int, resources, non_zero: bool):
@@ -146,9 +153,9 @@ def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     terms = LinearTerms()
     exact = True
     products = strategy in (LEAST, MOST)
-    placed = earlier_pods(h)
-    per_node = np.bincount(h.state.pod_node[placed], minlength=h.state.n_nodes)
-    earlier = [(plugin.score_of, per_node, int(placed[0]))] if len(placed) else []
+    placed = earlier_pods(h).tolist()
+    earlier = [_earlier_kind(h, plugin.score_of, placed, names, True)] if placed else []
+    per_node = earlier[0][1] if earlier else np.zeros(h.state.n_nodes, dtype=np.int64)
     tables = _tables(ctx, lambda g: plugin.score_of, [
         (g.gid, n, h.ub[g.gid][n] if len(entries) == 1 else 1) for n, entries in h.by_node.items()
         if len(entries) == 1 or not products for g, _ in entries], True, names, earlier)
@@ -198,8 +205,8 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     for q in earlier_pods(h).tolist():
         if _scored(index, q, resources):
             kinds.setdefault(tuple(pod_requests(index, q, resources, non_zero=False).tolist()), []).append(q)
-    earlier = [(lambda req, alloc, inc, own=own: balanced_allocation(req, alloc, inc, np.array(own)),
-                np.bincount(h.state.pod_node[qs], minlength=h.state.n_nodes), qs[0]) for own, qs in kinds.items()]
+    earlier = [_earlier_kind(h, lambda req, alloc, inc, own=own: balanced_allocation(req, alloc, inc, np.array(own)),
+                             qs, resources, False) for own, qs in kinds.items()]
     tables = _tables(ctx, scorer, [(g.gid, n, h.ub[g.gid][n] if len(scored) == 1 else 1)
                                    for n, scored in on_node.items() for g, _ in scored], False, resources, earlier)
     for n, scored in on_node.items():
