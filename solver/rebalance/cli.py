@@ -111,6 +111,11 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
               help="CP-SAT workers; with --format roadef, cooperating searches (one process each).")
 @click.option("--deterministic/--wall-clock", default=True, show_default=True,
               help="Count --time-limit in CP-SAT's deterministic seconds (same seed, same moves) or in wall time.")
+@click.option("--deadline", type=click.FloatRange(min=0), default=None,
+              help="Wall-clock seconds for the search (loading, the checks and the waves not included). Once passed, "
+                   "no search runs, the plan keeps the moves found so far and says so; a plan that ends before it "
+                   "is the deterministic one. Default: none (the search spends --time-limit, deterministic seconds "
+                   "by default, which a loaded machine runs slower than the wall clock).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @OUTPUT_OPTS("table", "json", "yaml", file="Write the plan here (JSON, or YAML for .yaml/.yml); with --format "
                                           "roadef, the new assignment.")
@@ -133,8 +138,8 @@ def run_roadef(paths: tuple[str, ...], out_file: str | None, time_limit: float, 
 @QUIET_OPT
 def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_per_namespace, min_gain, no_pending,
               neighbourhood, executor, ray_address, policy_path,
-              config_path, time_limit, workers, deterministic, seed, output, out_file, do_apply, kubeconfig, context,
-              timeout, scheduler_name, every, runs, metrics_port, fmt, quiet):
+              config_path, time_limit, workers, deterministic, deadline, seed, output, out_file, do_apply, kubeconfig,
+              context, timeout, scheduler_name, every, runs, metrics_port, fmt, quiet):
     """Propose (and with --apply, carry out) bounded, PDB-safe moves that pack, balance or repair the cluster.
 
     Dry run by default: the plan says what it simulated. Every move has a destination; moves come in waves
@@ -168,7 +173,7 @@ def rebalance(state, goal, pod_keys, max_moves, max_moves_per_node, max_moves_pe
                             max_moves_per_namespace=max_moves_per_namespace, min_gain=min_gain,
                             time_limit=time_limit, workers=workers, seed=seed, place_pending=not no_pending,
                             deterministic=deterministic, only_pending=only, neighbourhood=neighbourhood,
-                            executor=executor, ray_address=ray_address)
+                            executor=executor, ray_address=ray_address, deadline=deadline or None)
 
     def once() -> dict:
         index, config = load_index(state, config_path, kubeconfig, context)

@@ -19,6 +19,7 @@ spread, a PDB across neighbourhoods) is caught there.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class Task:
     opts: RebalanceOptions
     movable: set[str]
     seconds: float
+    deadline_in: float | None = None  # wall seconds left to the plan's deadline when the task was made
 
 
 @dataclass
@@ -70,18 +72,20 @@ class Outcome:
     goal_before: float | None = None
     goal_after: float | None = None
     searched: float = 0.0
+    cuts: int = 0  # searches the deadline stopped
 
 
 def solve_task(task: Task) -> Outcome:
     """Solve one neighbourhood (the unit an executor runs)."""
     index = compile_index(task.snapshot)
-    clock = SearchClock(task.opts.deterministic, task.opts.workers, task.opts.seed)
+    clock = SearchClock(task.opts.deterministic, task.opts.workers, task.opts.seed,
+                        deadline=None if task.deadline_in is None else time.perf_counter() + task.deadline_in)
     target = solve(index, task.config, task.policy, task.opts, task.movable, [], None, Budget(task.seconds, clock))
     if target is None:
-        return Outcome(searched=clock.searched)  # infeasible: nothing moves
+        return Outcome(searched=clock.searched, cuts=clock.cuts)  # infeasible: nothing moves
     names = index.node_names
     return Outcome([(k, names[a], names[b]) for k, a, b in target.moves], target.goal_before, target.goal_after,
-                   clock.searched)
+                   clock.searched, clock.cuts)
 
 
 class NodeSearch:
@@ -194,7 +198,8 @@ def solve_lns(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts
     solved = improved = rounds = 0
     moves_left = opts.max_moves
     per_ns: dict[str, int] = defaultdict(int)
-    while budget.left() > 0.05:
+    clock = budget.clock
+    while budget.left() > 0.05 and not clock.past_deadline():
         nbs = search.round()
         if not nbs:
             break
@@ -210,13 +215,15 @@ def solve_lns(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts
                 sub.max_moves = moves_left // len(nbs) + (1 if k < moves_left % len(nbs) else 0)
             if cap is not None:
                 sub.max_moves_per_namespace = (cap - max(per_ns.values(), default=0)) // len(nbs)
-            tasks.append(Task(search.snapshot(nb), config, policy, sub, search.movable_in(nb, capped), share))
+            tasks.append(Task(search.snapshot(nb), config, policy, sub, search.movable_in(nb, capped), share,
+                              None if clock.deadline is None else max(0.0, clock.deadline - time.perf_counter())))
         outcomes = executor_for(len(tasks)).map(solve_task, tasks) if executor_for else map(solve_task, tasks)
         for out in outcomes:
             if isinstance(out, BaseException):
                 continue
             solved += 1
-            budget.clock.searched += out.searched
+            clock.searched += out.searched
+            clock.cuts += out.cuts
             if not out.moves or out.goal_before is None or out.goal_after is None or out.goal_after >= out.goal_before:
                 continue  # a sub-state sees only its nodes: moves that do not gain are not worth their risk
             improved += out.goal_after < out.goal_before
@@ -236,6 +243,8 @@ def solve_lns(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts
     target.stages = [{"stage": f"{opts.goal} goal (neighbourhood search)", "status": "FEASIBLE",
                       "objective": target.goal_after, "neighbourhoods": solved, "improved": improved,
                       "rounds": rounds, "neighbourhood_nodes": search.size}]
+    if clock.past_deadline() or clock.cuts:
+        target.stages[0]["deadline"] = True  # the wall-clock deadline ended the search, not the budget
     if not target.moves:
         target.status = "NO_MOVES"
     return target

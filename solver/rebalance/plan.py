@@ -47,7 +47,9 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
                          f"is for {', '.join(LNS_GOALS)}; --neighbourhood-size 0 asks for the global model",
                          field="--goal")
     started = time.perf_counter()
-    budget = Budget(opts.time_limit, SearchClock(opts.deterministic, opts.workers, opts.seed))
+    clock = SearchClock(opts.deterministic, opts.workers, opts.seed,
+                        deadline=None if opts.deadline is None else started + opts.deadline)
+    budget = Budget(opts.time_limit, clock)
     checker = StateChecker(index)
     start = {pi.key: int(pi.node) for pi in index.pods if pi.node >= 0}
     before_v = checker.violations(start)
@@ -74,6 +76,9 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
         if chooser is not None:
             chooser.close()
     warnings += more
+    if clock.cuts or any(st.get("deadline") for st in target.stages):
+        warnings.append(f"the {opts.deadline:g} s deadline passed during the search: the plan has the best moves "
+                        "found by then; it is not the deterministic one (rerun with a longer --deadline for it)")
     idle = drop_idle_moves(target, tolerated)
     if idle:
         warnings.append(idle)

@@ -87,3 +87,26 @@ def test_a_process_pool_solves_a_rounds_neighbourhoods_to_the_same_moves(index):
     here, _ = _plan(index, time_limit=3, executor="inprocess")
     pooled, _ = _plan(index, time_limit=3, executor="pool")
     assert here["moves"] and pooled["moves"] == here["moves"]
+
+
+def test_a_wall_clock_deadline_ends_the_search_with_the_moves_found_so_far_and_says_so(index, monkeypatch):
+    """The wall clock jumps past the deadline after the first round: no round follows, its moves are kept."""
+    import time
+
+    jump = [0.0]
+    real = time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
+
+    def after_round(progress):
+        jump[0] = 1e6
+
+    opts = RebalanceOptions(goal="pack", time_limit=60, workers=1, neighbourhood=12, on_progress=after_round,
+                            deadline=30.0, executor="inprocess")
+    plan = plan_rebalance(index, default_config(), Policy(), opts)
+    full, _ = _plan(index, time_limit=60, executor="inprocess")
+    stage = plan["model"]["stages"][0]
+    assert stage["rounds"] == 1 and stage["deadline"] is True
+    assert stage["rounds"] < full["model"]["stages"][0]["rounds"]
+    assert plan["moves"] and plan["violations_after"] == []
+    assert any("deadline passed" in w for w in plan["warnings"])
+    assert "deadline" not in full["model"]["stages"][0]
