@@ -59,7 +59,8 @@ class GreedyRun:
         self._result: tuple[Plan, ScoreMeasure | None] | None = None
         self._conn = self._proc = None
         self.seconds: float | None = None
-        if parallel and sys.platform == "linux" and usable_cores() >= 2:
+        self.forked = parallel and sys.platform == "linux" and usable_cores() >= 2
+        if self.forked:
             ctx = multiprocessing.get_context("fork")  # the index is shared copy-on-write, not pickled
             self._conn, child = ctx.Pipe(duplex=False)
             self._proc = ctx.Process(target=_run_in_child, args=(passes, pods, child), daemon=True)
@@ -67,13 +68,13 @@ class GreedyRun:
             child.close()
 
     @property
-    def forked(self) -> bool:
-        return self._proc is not None
+    def ready(self) -> bool:
+        return self._result is not None
 
     def places_every_pod(self) -> bool:
         """The run has ended (without waiting for it) and places every pod, evicting none: no plan does better on
         pods placed."""
-        got = self.result(timeout=0) if self.forked or self._result is not None else None
+        got = self.result(timeout=0) if self.forked or self.ready else None
         return got is not None and not got[0].evictions and all(p.node for p in got[0].placements)
 
     def result(self, timeout: float | None = None) -> tuple[Plan, ScoreMeasure | None] | None:

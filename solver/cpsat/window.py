@@ -132,10 +132,11 @@ class CpsatScheduler:
         deadline = self._clock.deadline
         if deadline is None:
             return "done", True, True
-        if not whole.forked and time.perf_counter() + self._greedy_seconds > deadline:
-            return "skipped", False, False  # run here: one greedy run takes about what the windows' passes took
-        if whole.result(timeout=max(0.0, deadline - time.perf_counter())) is None:
-            return "skipped", False, False
+        if not whole.ready:
+            if not whole.forked and time.perf_counter() + self._greedy_seconds > deadline:
+                return "skipped", False, False  # run here: one greedy run takes about what the windows' passes took
+            if whole.result(timeout=max(0.0, deadline - time.perf_counter())) is None:
+                return "skipped", False, False
         left = deadline - time.perf_counter()
         placed = {p.pod for p in plan.placements if p.node}
         measure = True

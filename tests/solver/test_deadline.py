@@ -180,3 +180,26 @@ def test_windows_left_when_the_deadline_passes_are_not_decided_once_one_greedy_r
     assert plan.deadline["fallback_windows"] == [1, 2]
     assert any("2 window(s) left" in w for w in plan.warnings)
     assert verify_plan(index, plan) == []
+
+
+def test_a_greedy_run_that_arrived_during_the_windows_still_holds_the_plan_to_greedys_pods_placed(monkeypatch):
+    """An overloaded state (greedy leaves pods out): the forked run's plan arrives while the windows left after the
+    deadline are decided, and the run is still compared with it on pods placed."""
+    from kplace.solver.cpsat import whole_run
+
+    index = _state(4, 60)
+    jump = [0.0]
+    real = time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
+    real_result = whole_run.GreedyRun.result
+    monkeypatch.setattr(whole_run.GreedyRun, "result", lambda self, timeout=None: real_result(self, None))
+
+    def on_window(done, total, placed, decided):
+        jump[0] = 1e6
+
+    opts = CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window)
+    plan = schedule_cpsat(index, default_config(), opts)
+    greedy = schedule_greedy(index, default_config())
+    assert not all(p.node for p in greedy.placements)
+    assert plan.deadline["whole_run_check"] == "done"
+    assert not lex_less(_net(index, plan), _net(index, greedy))
