@@ -72,18 +72,24 @@ def test_a_deadline_passing_after_the_first_window_leaves_that_windows_search_an
     assert not plan.windows[0].get("deadline")
 
 
-def test_a_deadline_leaving_no_time_for_the_score_measure_gives_the_whole_run_greedy_plan_when_it_places_as_many(
-        monkeypatch):
-    """The forked greedy run is there when the windows end, but the clock has jumped past the deadline: the windows'
-    plan is not measured, and greedy's, placing every pod too, is committed."""
+def _jumping_clock_and_a_waited_greedy_run(monkeypatch) -> list[float]:
+    """perf_counter plus jump[0] (the test sets it to leap past the deadline), and the whole-run greedy run always
+    waited for, as if it had ended in time: the jump, to set."""
     from kplace.solver.cpsat import whole_run
 
-    index = _state(12, 30)
     jump = [0.0]
     real = time.perf_counter
     monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
     real_result = whole_run.GreedyRun.result
     monkeypatch.setattr(whole_run.GreedyRun, "result", lambda self, timeout=None: real_result(self, None))
+    return jump
+
+
+def test_a_deadline_leaving_no_time_for_the_score_measure_gives_the_whole_run_greedy_plan_when_it_places_as_many(
+        monkeypatch):
+    """The forked greedy run is there when the windows end, but the clock has jumped past the deadline: the windows'
+    plan is not measured, and greedy's, placing every pod too, is committed."""
+    index, jump = _state(12, 30), _jumping_clock_and_a_waited_greedy_run(monkeypatch)
 
     def on_window(done, total, placed, decided):
         if done == total:
@@ -156,16 +162,8 @@ def test_a_run_the_deadline_decided_without_a_model_reports_no_bound_and_no_gap(
     assert s["unmodelled"] == len(plan.windows) and s["bound"] is None and s["gap"] is None
 
 
-
 def test_windows_left_when_the_deadline_passes_are_not_decided_once_one_greedy_run_has_placed_every_pod(monkeypatch):
-    from kplace.solver.cpsat import whole_run
-
-    index = _state(12, 30)
-    jump = [0.0]
-    real = time.perf_counter
-    monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
-    real_result = whole_run.GreedyRun.result
-    monkeypatch.setattr(whole_run.GreedyRun, "result", lambda self, timeout=None: real_result(self, None))
+    index, jump = _state(12, 30), _jumping_clock_and_a_waited_greedy_run(monkeypatch)
     decided = []
 
     def on_window(done, total, placed, decided_pods):
@@ -185,14 +183,7 @@ def test_windows_left_when_the_deadline_passes_are_not_decided_once_one_greedy_r
 def test_a_greedy_run_that_arrived_during_the_windows_still_holds_the_plan_to_greedys_pods_placed(monkeypatch):
     """An overloaded state (greedy leaves pods out): the forked run's plan arrives while the windows left after the
     deadline are decided, and the run is still compared with it on pods placed."""
-    from kplace.solver.cpsat import whole_run
-
-    index = _state(4, 60)
-    jump = [0.0]
-    real = time.perf_counter
-    monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
-    real_result = whole_run.GreedyRun.result
-    monkeypatch.setattr(whole_run.GreedyRun, "result", lambda self, timeout=None: real_result(self, None))
+    index, jump = _state(4, 60), _jumping_clock_and_a_waited_greedy_run(monkeypatch)
 
     def on_window(done, total, placed, decided):
         jump[0] = 1e6
