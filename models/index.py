@@ -210,6 +210,10 @@ class ClusterIndex:
                 else None for pdb in self.snapshot.pdbs]
 
     @cached_property
+    def _pdbs_of(self) -> dict[int, list[int]]:
+        return {}  # pod idx → `pdbs_of`, filled as asked
+
+    @cached_property
     def _pdbs_by_namespace(self) -> dict[str, list[int]]:
         """Namespace → its PDBs with a non-empty selector (indices into `snapshot.pdbs`), ascending."""
         out: dict[str, list[int]] = {}
@@ -219,9 +223,14 @@ class ClusterIndex:
         return out
 
     def pdbs_of(self, pod: PodInfo) -> list[int]:
-        """The PDBs (indices into `snapshot.pdbs`) in the pod's namespace whose non-empty selector matches it."""
-        sels = self._pdb_selectors
-        return [i for i in self._pdbs_by_namespace.get(pod.namespace, ()) if sels[i][1].matches(pod.labels)]
+        """The PDBs (indices into `snapshot.pdbs`) in the pod's namespace whose non-empty selector matches it
+        (computed once per pod: its labels and the PDBs do not change)."""
+        hit = self._pdbs_of.get(pod.idx)
+        if hit is None:
+            sels = self._pdb_selectors
+            hit = self._pdbs_of[pod.idx] = [i for i in self._pdbs_by_namespace.get(pod.namespace, ())
+                                            if sels[i][1].matches(pod.labels)]
+        return hit
 
     # --- nodes ------------------------------------------------------------------------------------
 

@@ -78,9 +78,11 @@ class ClusterSnapshot:
 
 
 def pdbs_disruptions_allowed(snapshot: ClusterSnapshot) -> list[int]:
-    """`pdb_disruptions_allowed` of every PDB, in order, grouping the pods by namespace once for the PDBs whose
-    status must be computed (not once per PDB)."""
+    """`pdb_disruptions_allowed` of every PDB, in order, grouping the pods by namespace, and by namespace and
+    label pair, once for the PDBs whose status must be computed (not once per PDB): a PDB whose selector requires
+    a label pair looks only at the pods carrying it."""
     by_ns: dict[str, list[Pod]] | None = None
+    by_pair: dict[tuple[str, str, str], list[Pod]] = {}  # (namespace, label key, value) → its pods
     out = []
     for pdb in snapshot.pdbs:
         st = pdb.status
@@ -91,7 +93,12 @@ def pdbs_disruptions_allowed(snapshot: ClusterSnapshot) -> list[int]:
             by_ns = {}
             for p in snapshot.pods:
                 by_ns.setdefault(p.metadata.namespace, []).append(p)
-        out.append(snapshot.pdb_disruptions_allowed(pdb, pods=by_ns.get(pdb.metadata.namespace, [])))
+                for k, v in p.metadata.labels.items():
+                    by_pair.setdefault((p.metadata.namespace, k, v), []).append(p)
+        ns, sel = pdb.metadata.namespace, pdb.spec.selector
+        pair = next(iter(sel.match_labels.items()), None) if sel is not None else None
+        pods = by_ns.get(ns, []) if pair is None else by_pair.get((ns, *pair), [])  # the selector requires the pair
+        out.append(snapshot.pdb_disruptions_allowed(pdb, pods=pods))
     return out
 
 

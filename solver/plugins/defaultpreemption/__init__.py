@@ -113,6 +113,10 @@ class _Fits:
         others = {p.name for p in profile.at("filter")} - self.pre.skipped - {"NodeResourcesFit"}
         self.needs_passed = (frozenset(others) if not self.extends and others <= POD_INDEPENDENT_FILTERS
                              else None)
+        order = [p.name for p in profile.at("filter")]
+        before = frozenset(order[: order.index("NodeResourcesFit")]) - self.pre.skipped if self.counts_resources \
+            else None
+        self.before_fit = before if before is not None and before <= POD_INDEPENDENT_FILTERS else None
 
     def start(self, node: int) -> None:
         """A dry run on `node` begins: a fresh clone of the cycle's state."""
@@ -142,6 +146,14 @@ class _Fits:
         pre = self.pre
         return (self.needs_passed is not None and pre.code == Code.SUCCESS and (pre.nodes is None or node in pre.nodes)
                 and self.needs_passed <= self.passed.get(node, frozenset()))
+
+    def fails_by_room(self, node: int) -> bool:
+        """Whether, when the room cannot fit the pod, the filters' reasons on the node are NodeResourcesFit's
+        (`_Room.reasons`): every filter before it reads no other pod and passed on the node in the cycle, and the
+        filters stop at the first that fails (the ones after it never run). For a node with no nominated pod."""
+        pre = self.pre
+        return (self.before_fit is not None and pre.code == Code.SUCCESS and (pre.nodes is None or node in pre.nodes)
+                and self.before_fit <= self.passed.get(node, frozenset()))
 
     def room(self, node: int, gone: list[PodInfo], nominated: list[PodInfo]) -> _Room:
         """The node's free room (NodeResourcesFit's checked resources and pod slots) with `gone` removed and the
@@ -242,13 +254,15 @@ def select_victims(handle: PreemptionHandle, profile: Profile, pod: PodInfo, nod
     lower = [p for p in state.pods_on(node) if p.priority < pod.priority]
     if not lower:
         return None, [NO_VICTIMS]
-    room = fits.room(node, lower, handle.nominated_on(pod, node))
+    nominated = handle.nominated_on(pod, node)
+    room = fits.room(node, lower, nominated)
     by_room = fits.by_room(node)  # the filters' verdict is the room's: no dry run on the state
     if not room.fits():
         # the requests cannot fit even with every lower-priority pod gone: kube reports the filters' reasons
         if not handle.explain:
             return None, [NO_VICTIMS]
-        return None, room.reasons() if by_room else fits.without(node, lower)
+        decided = by_room or (not nominated and fits.fails_by_room(node))
+        return None, room.reasons() if decided else fits.without(node, lower)
     lower.sort(key=lambda p: (-p.priority, start_time(p)))
     violating, ok = _split_by_pdb(handle, lower)
 
@@ -288,6 +302,52 @@ def select_victims(handle: PreemptionHandle, profile: Profile, pod: PodInfo, nod
                 state.assume(p, node)
 
 
+class _QuickStatuses:
+    """What `select_victims` would say, found by arithmetic over the whole walk at once, on the walk's nodes where
+    no dry run is needed: a node with no lower-priority pod says "No preemption victims found"; a node whose room
+    (`_Fits.room`, every lower-priority pod gone, no nominated pod counted there) cannot fit the pod says the
+    same unless `explain`, and NodeResourcesFit's reasons (`_Room.reasons`) when the room decides them there
+    (`_Fits.by_room`, `_Fits.fails_by_room`). `known[k]`: walk position k is settled so; `counts(m)`: the
+    statuses of the settled nodes among the first m."""
+
+    def __init__(self, handle: PreemptionHandle, fits: _Fits, pod: PodInfo, walk: np.ndarray) -> None:
+        index, state = handle.index, handle.state
+        on = state.pod_node
+        lower = np.flatnonzero((on >= 0) & (index.pod_priority < pod.priority))
+        where = on[lower]
+        n_lower = np.bincount(where, minlength=state.n_nodes)[walk]
+        cols = fits.cols
+        freed = np.zeros((len(walk), len(cols)), dtype=np.int64)
+        for j, c in enumerate(cols.tolist()):
+            freed[:, j] = np.rint(np.bincount(where, weights=index.pod_req[lower, c], minlength=state.n_nodes))[walk]
+        free = index.alloc[walk][:, cols] - state.requested[walk][:, cols] + freed
+        slots = index.max_pods[walk] - state.pod_count[walk] + n_lower
+        self.short = free < np.asarray(fits.want, dtype=np.int64)  # per walk position and checked resource
+        self.no_slot = (slots < 1) if fits.counts_resources else np.zeros(len(walk), dtype=bool)
+        self.none = n_lower == 0
+        room_fails = ~self.none & (self.no_slot | self.short.any(axis=1))
+        self.reasons = np.zeros(len(walk), dtype=bool)  # settled with NodeResourcesFit's reasons, not NO_VICTIMS
+        self.known = self.none.copy()
+        for k in np.flatnonzero(room_fails).tolist():
+            node = int(walk[k])
+            if handle.nominated_on(pod, node):
+                continue  # the room counts them: the dry run decides
+            if not handle.explain:
+                self.known[k] = True
+            elif fits.by_room(node) or fits.fails_by_room(node):
+                self.known[k] = self.reasons[k] = True
+        self.names = [f"Insufficient {index.resources[c]}" for c in cols.tolist()]
+
+    def counts(self, m: int) -> Counter[str]:
+        out: Counter[str] = Counter()
+        known, reasons = self.known[:m], self.reasons[:m]
+        out[NO_VICTIMS] = int(np.count_nonzero(known & ~reasons))
+        out[TOO_MANY_PODS] = int(np.count_nonzero(reasons & self.no_slot[:m]))
+        for j, name in enumerate(self.names):
+            out[name] = int(np.count_nonzero(reasons & self.short[:m, j]))
+        return +out  # zero counts dropped
+
+
 def _any_lower_priority_pod(handle: PreemptionHandle, priority: int) -> bool:
     """Whether some pod on a node (bound, or placed earlier in the run) has a priority below `priority`."""
     return bool((handle.index.pod_priority[handle.state.pod_node >= 0] < priority).any())
@@ -318,11 +378,13 @@ def preempt(
     fits = _Fits(handle, profile, pod)
     if outcome is not None:
         fits.note_passed(outcome)
+    walk = np.asarray(order, dtype=np.int64)[(offset + np.arange(n)) % n]
+    quick = _QuickStatuses(handle, fits, pod, walk)
     candidates: list[Candidate] = []
     non_violating = 0
-    for k in range(n):
-        node = order[(offset + k) % n]
-        cand, reasons = select_victims(handle, profile, pod, node, fits)
+    walked = n
+    for k in np.flatnonzero(~quick.known).tolist():  # the nodes whose statuses the arithmetic does not settle
+        cand, reasons = select_victims(handle, profile, pod, int(walk[k]), fits)
         if cand is None or not cand.victims:
             for text in reasons or [NO_VICTIMS]:
                 statuses[text] += 1
@@ -333,7 +395,9 @@ def preempt(
         candidates.append(cand)
         non_violating += not cand.violating
         if non_violating > 0 and len(candidates) >= want:
+            walked = k + 1
             break
+    statuses.update(quick.counts(walked))
     if not candidates:
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
     best = min(candidates, key=Candidate.key)  # min() keeps the first of equals: "first candidate"
