@@ -340,7 +340,8 @@ class _QuickStatuses:
 
     def counts(self, m: int) -> Counter[str]:
         out: Counter[str] = Counter()
-        known, reasons = self.known[:m], self.reasons[:m]
+        known = self.known[:m]
+        reasons = known & self.reasons[:m]
         out[NO_VICTIMS] = int(np.count_nonzero(known & ~reasons))
         out[TOO_MANY_PODS] = int(np.count_nonzero(reasons & self.no_slot[:m]))
         for j, name in enumerate(self.names):

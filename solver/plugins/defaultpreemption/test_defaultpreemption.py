@@ -92,3 +92,22 @@ def test_the_room_shortcut_picks_the_same_victims_as_the_filters_dry_run(workloa
     slow = schedule_greedy(compile_index(load_state([str(path)])))
     assert [(p.pod, p.node, p.reason) for p in fast.placements] == [(p.pod, p.node, p.reason) for p in slow.placements]
     assert fast.evictions == slow.evictions
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_walks_statuses_settled_by_arithmetic_are_those_the_dry_runs_give(monkeypatch, seed):
+    """Crowded production-shaped states (many preemptors, many nodes with no room): the same plan, messages
+    included, with the arithmetic (`_QuickStatuses`) and with every node of the walk dry-run."""
+    state = generate("scale", nodes=200, pods=2000, seed=seed, params={"load": "90", "pending": "300"})
+    index = ClusterIndex(build_snapshot(state["items"] if isinstance(state, dict) else state))
+    quick = schedule_greedy(index).to_dict()
+    real = defaultpreemption._QuickStatuses.__init__
+
+    def nothing_known(self, *args):
+        real(self, *args)
+        self.known[:] = False
+
+    monkeypatch.setattr(defaultpreemption._QuickStatuses, "__init__", nothing_known)
+    slow = schedule_greedy(index).to_dict()
+    assert quick["placements"] == slow["placements"] and quick["evictions"] == slow["evictions"]
+    assert any("preemption:" in (p["reason"] or "") for p in quick["placements"])
