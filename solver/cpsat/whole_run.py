@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import sys
-import time
 
 from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.plan import Placement, Plan
@@ -52,13 +51,12 @@ def cut_windows(index: ClusterIndex, pods: list[PodInfo], size: int) -> list[lis
 class GreedyRun:
     """One greedy run over `pods` from the initial state and, when it places every pod and evicts none (default
     objective), its score measure: started at once in a forked process when `parallel` (Linux, two usable cores),
-    else run here when first asked for. `seconds` is its wall time once known."""
+    else run here when first asked for."""
 
     def __init__(self, passes: GreedyPasses, pods: list[PodInfo], parallel: bool) -> None:
         self._passes, self._pods = passes, pods
         self._result: tuple[Plan, ScoreMeasure | None] | None = None
         self._conn = self._proc = None
-        self.seconds: float | None = None
         self.forked = parallel and sys.platform == "linux" and usable_cores() >= 2
         if self.forked:
             ctx = multiprocessing.get_context("fork")  # the index is shared copy-on-write, not pickled
@@ -90,11 +88,9 @@ class GreedyRun:
             if isinstance(got, BaseException):
                 log.warning("the forked greedy run failed (%s); running it here", got)
             else:
-                self._result, self.seconds = got[:2], got[2]
+                self._result = got
         if self._result is None:
-            started = time.perf_counter()
             self._result = _greedy_and_measure(self._passes, self._pods)
-            self.seconds = time.perf_counter() - started
         return self._result
 
     def close(self) -> None:
@@ -114,9 +110,8 @@ def _greedy_and_measure(passes: GreedyPasses, pods: list[PodInfo]) -> tuple[Plan
 
 
 def _run_in_child(passes: GreedyPasses, pods: list[PodInfo], conn) -> None:
-    started = time.perf_counter()
     try:
-        conn.send((*_greedy_and_measure(passes, pods), time.perf_counter() - started))
+        conn.send(_greedy_and_measure(passes, pods))
     except BaseException as exc:  # the parent runs it itself
         conn.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
     finally:
