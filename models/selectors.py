@@ -106,6 +106,11 @@ class Selector:
         )
 
     @property
+    def anchor(self) -> tuple[str, str] | None:
+        """A label pair every pod it selects carries (its first matchLabels pair), or None: for indexing."""
+        return self.labels[0] if self.labels else None
+
+    @property
     def empty(self) -> bool:
         """True for `{}`: matches every pod."""
         return not self.nothing and not self.labels and not self.exprs

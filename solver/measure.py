@@ -59,14 +59,16 @@ class ScoreMeasure:
                 "per_plugin": dict(sorted(self.per_plugin.items()))}
 
 
-def pod_measure(config: SchedulerConfig, state: ClusterState, pod: PodInfo, node: int) -> tuple[int, dict[str, int]]:
-    """m(p) and its per-plugin parts for `pod`, which `state` has on `node` (restored before returning)."""
+def pod_measure(config: SchedulerConfig, state: ClusterState, pod: PodInfo, node: int,
+                static: dict[str, int | None] | None = None) -> tuple[int, dict[str, int]]:
+    """m(p) and its per-plugin parts for `pod`, which `state` has on `node` (restored before returning); `static`:
+    `runtime.score_at`'s values for pods identical to it."""
     profile = config.profile_for(pod.spec.scheduler_name)
     if profile is None:
         return 0, {}
     state.forget(pod)
     try:
-        fast = score_at(profile, state, pod, node)
+        fast = score_at(profile, state, pod, node, static)
         if fast is not None:
             return fast[1], fast[0]
         cycle = CycleState()
@@ -89,11 +91,13 @@ def measure(config: SchedulerConfig, state: ClusterState, placed: Iterable[tuple
     keys = relevant_label_keys(state.index)
     counts: Counter[tuple] = Counter()  # (identity, node) → pods
     memo: dict[tuple, tuple[int, dict[str, int]]] = {}
+    static: dict[tuple, dict[str, int | None]] = {}  # identity → static plugins' values, on every node alike
     for pod, n in placed:
-        k = (identity_key(state.index, pod, keys), n)
+        identity = identity_key(state.index, pod, keys)
+        k = (identity, n)
         if k not in memo:
             try:
-                memo[k] = pod_measure(config, state, pod, n)
+                memo[k] = pod_measure(config, state, pod, n, static.setdefault(identity, {}))
             except Exception:  # a pod kplace cannot evaluate scores nothing (the engines leave such pods pending)
                 log.exception("scoring pod %s failed", pod.key)
                 memo[k] = (0, {})

@@ -101,10 +101,10 @@ def window_measures(config: SchedulerConfig, state: ClusterState, groups: list[P
         return {"cpsat": m.total, "greedy": m.total, "cpsat_per_plugin": m.per_plugin,
                 "greedy_per_plugin": m.per_plugin}
     changed = np.array(sorted({n for (_, n) in (cp - fb) + (fb - cp)}), dtype=np.int64)
-    index = state.index
-    earlier = np.flatnonzero((start.pod_node >= 0) & (index.pod_node < 0) & np.isin(start.pod_node, changed)
-                             & (state.pod_node == start.pod_node) & (fallback_state.pod_node == start.pod_node))
-    others = [(index.pods[q], int(start.pod_node[q])) for q in earlier.tolist()]
+    earlier = start.placed_pending()
+    at = start.pod_node[earlier]
+    earlier = earlier[np.isin(at, changed) & (state.pod_node[earlier] == at) & (fallback_state.pod_node[earlier] == at)]
+    others = [(state.index.pods[q], int(start.pod_node[q])) for q in earlier.tolist()]
     m_cp, m_fb = measure(config, state, mine + others), measure(config, fallback_state, theirs + others)
     return {"cpsat": m_cp.total, "greedy": m_fb.total, "cpsat_per_plugin": m_cp.per_plugin,
             "greedy_per_plugin": m_fb.per_plugin}

@@ -175,12 +175,14 @@ def run_scores(
     return per_plugin, total
 
 
-def score_at(profile: Profile, state: ClusterState, pod: PodInfo, node: int) -> tuple[dict[str, int], int] | None:
+def score_at(profile: Profile, state: ClusterState, pod: PodInfo, node: int,
+             static: dict[str, int | None] | None = None) -> tuple[dict[str, int], int] | None:
     """`run_scores(...)[at]` for `pod` at `node`, normalised per plugin and weighted in total, when it needs no
     other node: every score plugin skips (PreScore), scores node-locally with no normalisation, or scores
     statically and the same on every node (`Plugin.static_score`: its normalisation over any nodes that pass the
     filters is then the normalisation of that one value). None when a plugin's value at `node` depends on which
-    other nodes pass the filters."""
+    other nodes pass the filters. `static`: the static plugins' values (None: not the same everywhere) already
+    found for pods identical to `pod` (`framework.identical`), filled as found."""
     one = np.array([node], dtype=np.int64)
     cycle, parts, total = CycleState(), {}, 0
     for plugin in profile.at("score"):
@@ -190,11 +192,14 @@ def score_at(profile: Profile, state: ClusterState, pod: PodInfo, node: int) -> 
         if plugin.node_local_score and type(plugin).normalize is Plugin.normalize:
             value = int(np.asarray(plugin.score(state, pod, cycle, one), dtype=np.int64)[0])
         elif plugin.static_score:
-            raw = np.asarray(plugin.score(state, pod, cycle, state.index.tree_order), dtype=np.int64)
-            if len(raw) and raw.min() != raw.max():
+            if static is not None and plugin.name in static:
+                value = static[plugin.name]
+            else:
+                value = _static_value(plugin, state, pod, cycle)
+                if static is not None:
+                    static[plugin.name] = value
+            if value is None:
                 return None
-            value = int(np.asarray(plugin.normalize(raw[:1] if len(raw) else np.zeros(1, np.int64), pod, cycle),
-                                   dtype=np.int64)[0])
         else:
             return None
         if not 0 <= value <= MAX_NODE_SCORE:
@@ -203,6 +208,15 @@ def score_at(profile: Profile, state: ClusterState, pod: PodInfo, node: int) -> 
         parts[plugin.name] = value * weight
         total += value * weight
     return parts, total
+
+
+def _static_value(plugin: Plugin, state: ClusterState, pod: PodInfo, cycle: CycleState) -> int | None:
+    """A static plugin's normalised score when it is the same on every node, else None."""
+    raw = np.asarray(plugin.score(state, pod, cycle, state.index.tree_order), dtype=np.int64)
+    if len(raw) and raw.min() != raw.max():
+        return None
+    return int(np.asarray(plugin.normalize(raw[:1] if len(raw) else np.zeros(1, np.int64), pod, cycle),
+                          dtype=np.int64)[0])
 
 
 def fit_error_message(n_nodes: int, reasons: Counter[str], prefilter_reason: str = "") -> str:

@@ -347,6 +347,10 @@ class ClusterState:
         only those whose terms include required anti-affinity)."""
         return [g for g in self.affinity_groups if g.size > 0 and (g.required_anti or not required_anti)]
 
+    def placed_pending(self) -> np.ndarray:
+        """The pods pending in the input that this state holds on a node (placed by the run so far), by index."""
+        return np.flatnonzero((self.pod_node >= 0) & (self.index.pod_node < 0))
+
     def pods_on(self, node: int) -> list[PodInfo]:
         pods = self.index.pods
         return [pods[i] for i in sorted(self.node_pods[node])]

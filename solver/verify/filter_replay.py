@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from kplace.models.index import ClusterIndex
 from kplace.models.k8s import Pod
 
-from .records import CompiledPod, Term, compile_pod
+from .records import CompiledPod, compile_pod
 from .replay import Failure, Replay
 
 
@@ -69,7 +69,7 @@ class Dependents:
                 g = index[key] = len(self.groups)
                 self.groups.append((p, []))
                 for sel in {*(t.selector for t in (*aff, *anti)), *(c.selector for c in spread)}:
-                    self._by_anchor.setdefault(sel.labels[0] if sel.labels else None, []).append(g)
+                    self._by_anchor.setdefault(sel.anchor, []).append(g)
                 for pair in p.labels.items():
                     self._by_label.setdefault(pair, []).append(g)
                 if p.pod.spec.volumes:
@@ -79,14 +79,15 @@ class Dependents:
     def of(self, movers: Iterable[CompiledPod]) -> set[str]:
         """The keys of the pods that depend on some mover."""
         hit: set[int] = set()
+        matches = self._replay.interpod.term_matches
         for m in movers:
             tried = {*self._by_anchor.get(None, ()), *(g for pair in m.labels.items()
                                                        for g in self._by_anchor.get(pair, ()))}
             hit.update(g for g in tried - hit if self._selects(self.groups[g][0], m))
             for t in self._replay.terms(m)[1]:
-                anchor = t.selector.labels[0] if t.selector.labels else None
+                anchor = t.selector.anchor
                 tried = range(len(self.groups)) if anchor is None else self._by_label.get(anchor, ())
-                hit.update(g for g in tried if g not in hit and self._anti_selects(t, self.groups[g][0]))
+                hit.update(g for g in tried if g not in hit and matches(t, self.groups[g][0]))
             if m.pod.spec.volumes:
                 hit.update(self._with_volumes)
         return {k for g in hit for k in self.groups[g][1]}
@@ -97,6 +98,3 @@ class Dependents:
         matches = self._replay.interpod.term_matches
         return (any(matches(t, m) for t in (*aff, *anti))
                 or any(m.ns == p.ns and not c.selector.empty and c.selector.matches(m.labels) for c in spread))
-
-    def _anti_selects(self, t: Term, p: CompiledPod) -> bool:
-        return self._replay.interpod.term_matches(t, p)

@@ -41,8 +41,7 @@ class InterPodAffinity:
                 if t not in self.anti_terms:
                     self.anti_terms[t] = Counter()
                     self.anti_order[t] = len(self.anti_order)
-                    anchor = t.selector.labels[0] if t.selector.labels else None
-                    self.anti_by_anchor.setdefault(anchor, []).append(t)
+                    self.anti_by_anchor.setdefault(t.selector.anchor, []).append(t)
                 self.anti_terms[t][value] += sign
 
     def term_matches(self, t: Term, q: CompiledPod) -> bool:

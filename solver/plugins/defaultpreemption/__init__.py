@@ -307,7 +307,7 @@ class _QuickStatuses:
     no dry run is needed: a node with no lower-priority pod says "No preemption victims found"; a node whose room
     (`_Fits.room`, every lower-priority pod gone, no nominated pod counted there) cannot fit the pod says the
     same unless `explain`, and NodeResourcesFit's reasons (`_Room.reasons`) when the room decides them there
-    (`_Fits.by_room`, `_Fits.fails_by_room`). `known[k]`: walk position k is settled so; `counts(m)`: the
+    (`_Fits.fails_by_room`). `known[k]`: walk position k is settled so; `counts(m)`: the
     statuses of the settled nodes among the first m."""
 
     def __init__(self, handle: PreemptionHandle, fits: _Fits, pod: PodInfo, walk: np.ndarray) -> None:
@@ -334,7 +334,7 @@ class _QuickStatuses:
                 continue  # the room counts them: the dry run decides
             if not handle.explain:
                 self.known[k] = True
-            elif fits.by_room(node) or fits.fails_by_room(node):
+            elif fits.fails_by_room(node):  # (implied by `by_room` when the room cannot fit)
                 self.known[k] = self.reasons[k] = True
         self.names = [f"Insufficient {index.resources[c]}" for c in cols.tolist()]
 

@@ -262,7 +262,7 @@ def _candidate_groups(state: ClusterState, cache: dict, kind: str, hard_weight: 
         by_label = dict(by_label)
         index = state.index
         for gid in range(done, len(groups)):
-            keys = {t.selector.labels[0] if t.selector.labels else None
+            keys = {t.selector.anchor
                     for t, _ in _group_terms(index, groups[gid], kind, hard_weight) if not t.selector.nothing}
             for key in keys:
                 by_label[key] = (*by_label.get(key, ()), gid)

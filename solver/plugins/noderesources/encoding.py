@@ -80,11 +80,6 @@ def _at_rows(fn, rows: np.ndarray, alloc_rows: np.ndarray, inc: np.ndarray, ks: 
     return np.asarray(fn(rows, alloc_rows, np.repeat(inc, ks, axis=0)), dtype=np.int64).reshape(-1, ks)
 
 
-def earlier_pods(h) -> np.ndarray:
-    """The pods earlier windows placed (pending in the input, on a node in the window's starting state)."""
-    return np.flatnonzero((h.state.pod_node >= 0) & (h.state.index.pod_node < 0))
-
-
 def _earlier_kind(h, fn, pods: list[int], resources, non_zero: bool) -> tuple[object, np.ndarray, np.ndarray]:
     """(row function, pods per node, resources included per node) of earlier pods that score alike."""
     everywhere = np.arange(h.state.n_nodes, dtype=np.int64)
@@ -153,7 +148,7 @@ def fit_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     terms = LinearTerms()
     exact = True
     products = strategy in (LEAST, MOST)
-    placed = earlier_pods(h).tolist()
+    placed = h.state.placed_pending().tolist()  # earlier windows' pods
     earlier = [_earlier_kind(h, plugin.score_of, placed, names, True)] if placed else []
     per_node = earlier[0][1] if earlier else np.zeros(h.state.n_nodes, dtype=np.int64)
     tables = _tables(ctx, lambda g: plugin.score_of, [
@@ -201,12 +196,13 @@ def balanced_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     index = h.state.index
     counted = {g.gid for g in h.groups.values() if _scored(index, g.rep.idx, resources)}
     on_node = {n: [(g, var) for g, var in entries if g.gid in counted] for n, entries in h.by_node.items()}
-    kinds: dict[tuple, list[int]] = {}  # earlier pods by their requests: they score alike on the same loads
-    for q in earlier_pods(h).tolist():
-        if _scored(index, q, resources):
-            kinds.setdefault(tuple(pod_requests(index, q, resources, non_zero=False).tolist()), []).append(q)
-    earlier = [_earlier_kind(h, lambda req, alloc, inc, own=own: balanced_allocation(req, alloc, inc, np.array(own)),
-                             qs, resources, False) for own, qs in kinds.items()]
+    placed = h.state.placed_pending()  # earlier windows' pods, by their requests: they score alike on the same loads
+    cols, tracked = _columns(index, resources, False)[:2]
+    own = np.where(tracked, index.pod_req[placed][:, cols], 0)  # `pod_requests(..., non_zero=False)` of each
+    scored = (index.pod_req[placed] > 0).any(axis=1) & own.any(axis=1)  # `_scored`
+    kinds, of = np.unique(own[scored], axis=0, return_inverse=True)
+    earlier = [_earlier_kind(h, lambda req, alloc, inc, r=r: balanced_allocation(req, alloc, inc, r),
+                             placed[scored][of.ravel() == k].tolist(), resources, False) for k, r in enumerate(kinds)]
     tables = _tables(ctx, scorer, [(g.gid, n, h.ub[g.gid][n] if len(scored) == 1 else 1)
                                    for n, scored in on_node.items() for g, _ in scored], False, resources, earlier)
     for n, scored in on_node.items():
