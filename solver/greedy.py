@@ -46,7 +46,9 @@ from .framework.runtime import (
     PreFilterOutcome,
     count_reasons,
     fit_error_message,
+    inert,
     internal_error,
+    pod_reading_filters,
     run_filters,
     run_pre_filter,
     run_scores,
@@ -316,11 +318,35 @@ class GreedyScheduler:
             if len(failed):
                 out.copy_nodes(np.asarray(rows)[failed], added, failed)
             return
+        # Where the nominated pods are `inert` for the pod's filters, only NodeResourcesFit's verdict can change
+        # with them added: it is found for all those nodes at once (and only where it runs: the filters before it
+        # passed); the other nodes take the full dry run, one by one.
+        names = [p.name for p in profile.at("filter")]
+        fit_at = names.index("NodeResourcesFit") if "NodeResourcesFit" in set(names) - skipped else len(names)
+        reading = pod_reading_filters(profile, skipped)
+        rows, added_pods, full = [], [], []
         for i in held.tolist():
             n = int(nodes[i])
             others = self.nominated_on(pod, n)
             if not others:
                 continue
+            if not inert(reading, self.state, pod, cycle, others):
+                full.append((i, n, others))
+            elif out.plugin[i] < 0 or out.plugin[i] >= fit_at:
+                rows.append(i)
+                added_pods += [(q, n) for q in others]
+        if rows and fit_at < len(names):
+            for q, n in added_pods:
+                self.state.assume(q, n)
+            try:
+                added = run_filters(profile, self.state, pod, cycle, nodes[rows], set(names) - {"NodeResourcesFit"})
+            finally:
+                for q, _ in added_pods:
+                    self.state.forget(q)
+            failed = np.flatnonzero(added.code != 0)
+            if len(failed):
+                out.copy_nodes(np.asarray(rows)[failed], added, failed)
+        for i, n, others in full:
             with_them = cycle.clone()
             for q in others:
                 self.state.assume(q, n)

@@ -116,6 +116,8 @@ class Plugin:
     #: vector to a constant that depends on the value alone (not on how many nodes it covers): when every node
     #: scores the same, a score wanted at one node needs no filtering (`runtime.score_at`)
     static_score: ClassVar[bool] = False
+    #: its Filter's verdict on a node reads the node and the pod alone, never another pod (`filter_reads`)
+    reads_pods: ClassVar[bool] = True
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.args = dict(args or {})
@@ -141,6 +143,12 @@ class Plugin:
 
     def filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         return FilterResult.success(len(nodes))
+
+    def filter_reads(self, state: ClusterState, pod: PodInfo, cycle: CycleState, other: PodInfo) -> bool:
+        """May adding or removing `other` on a node change this plugin's Filter verdict for `pod` there, `cycle`
+        holding the pod's PreFilter state (and `update_pre_filter` applied for `other`)? Preemption's dry run
+        re-runs no filter that reads none of the pods it removes and puts back. By default: `reads_pods`."""
+        return self.reads_pods
 
     def pre_score(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> bool:
         """False for kube's PreScore Skip. Whether it skips depends on the pod and the state, never on `nodes` (the

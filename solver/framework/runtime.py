@@ -102,6 +102,18 @@ def update_pre_filter(profile: Profile, state: ClusterState, pod: PodInfo, cycle
             plugin.update_pre_filter(state, pod, cycle, other, node, delta)
 
 
+def pod_reading_filters(profile: Profile, skipped: set[str]) -> list:
+    """The filters the pod runs (not `skipped`) that may read other pods (`Plugin.filter_reads`), NodeResourcesFit
+    aside: callers decide it by arithmetic on the node's room."""
+    return [p for p in profile.at("filter") if p.name not in skipped and p.name != "NodeResourcesFit" and p.reads_pods]
+
+
+def inert(reading: list, state: ClusterState, pod: PodInfo, cycle: CycleState, others: list[PodInfo]) -> bool:
+    """Whether adding or removing any of `others` on a node leaves the verdict there of each filter in `reading`
+    (`pod_reading_filters`) as it is."""
+    return not any(f.filter_reads(state, pod, cycle, q) for q in others for f in reading)
+
+
 def run_filters(
     profile: Profile,
     state: ClusterState,

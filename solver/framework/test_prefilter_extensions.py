@@ -83,3 +83,45 @@ def test_a_clone_leaves_the_original_prefilter_state_untouched():
         update_pre_filter(profile, state, pod, clone, pre.skipped, other, int(state.pod_node[other.idx]), -1)
     assert _filters(profile, state, pod, cycle, pre.skipped) == before
     assert _filters(profile, state, pod, clone, pre.skipped) != before  # the clone no longer sees the init pods
+
+
+def _unread_removals(seed: int):
+    """(plugin, its Filter's codes and reasons on every node before, after) for each filter plugin that says it
+    does not read a bound pod (`Plugin.filter_reads`), that pod removed through the extensions."""
+    index = ClusterIndex(build_snapshot(generate("corners", seed=seed)["items"]))
+    state = ClusterState(index)
+    rng = random.Random(seed)
+    bound = [p for p in index.pods if state.pod_node[p.idx] >= 0]
+    nodes = np.arange(state.n_nodes, dtype=np.int64)
+
+    def verdict(plugin, cycle):
+        res = plugin.filter(state, pod, cycle, nodes)
+        return res.code.tolist(), [res.reasons_of(i) for i in range(len(nodes))]
+
+    for pod in index.pending:
+        cycle = CycleState()
+        pre = run_pre_filter(PROFILE, state, pod, cycle)
+        if pre.code != 0:
+            continue
+        plugins = [p for p in PROFILE.at("filter") if p.name not in pre.skipped]
+        for other in rng.sample(bound, min(8, len(bound))):
+            unread = [p for p in plugins if not p.filter_reads(state, pod, cycle, other)]
+            before = [verdict(p, cycle) for p in unread]
+            node = int(state.pod_node[other.idx])
+            removed = cycle.clone()
+            state.forget(other)
+            update_pre_filter(PROFILE, state, pod, removed, pre.skipped, other, node, -1)
+            after = [verdict(p, removed) for p in unread]
+            state.assume(other, node)
+            yield from ((p.name, b, a) for p, b, a in zip(unread, before, after, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_filter_that_does_not_read_a_pod_gives_the_same_verdict_without_it(seed):
+    for name, before, after in _unread_removals(seed):
+        assert before == after, name
+
+
+def test_the_unread_removals_include_pods_the_pod_reading_filters_ignore():
+    names = {name for seed in range(40) for name, _, _ in _unread_removals(seed)}
+    assert {"InterPodAffinity", "PodTopologySpread"} <= names

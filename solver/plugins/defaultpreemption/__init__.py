@@ -32,19 +32,27 @@ from kplace.models.index import PodInfo
 
 from ...framework.config import Profile
 from ...framework.plugin import STATE_DEPENDENT_PREFILTER, Code, CycleState
-from ...framework.runtime import FilterOutcome, fit_error_message, run_filters, run_pre_filter, update_pre_filter
+from ...framework.runtime import (
+    FilterOutcome,
+    fit_error_message,
+    inert,
+    pod_reading_filters,
+    run_filters,
+    run_pre_filter,
+    update_pre_filter,
+)
 from ..noderesources.helpers import TOO_MANY_PODS, checked_requests
 
 if TYPE_CHECKING:
     from ...framework.handle import PreemptionHandle
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
-# Filters whose verdict on a node reads no other pod (so removing victims or adding nominated pods cannot change it)
-POD_INDEPENDENT_FILTERS = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"})
 NO_VICTIMS = "No preemption victims found for incoming pod"
 PDB_PROTECTED = "preemption would violate a PodDisruptionBudget"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
+_NONE: frozenset[str] = frozenset()
+OTHERS_CHUNK = 256  # walk nodes whose filters `_Fits.others` runs at once
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NOT_STARTED = datetime(9999, 1, 1, tzinfo=UTC)  # kube reads time.Now() for a pod without status.startTime
 
@@ -104,19 +112,51 @@ class _Fits:
         active = {p.name for p in profile.at("preFilter")} - self.pre.skipped
         self.extends = bool(active & STATE_DEPENDENT_PREFILTER)  # removing and adding pods updates the cycle
         self.node_cycle = self.cycle
-        self.passed: dict[int, frozenset[str]] = {}  # node → pod-independent filters it passed in the cycle
+        self._decider: np.ndarray | None = None  # node → the cycle's deciding filter (index into outcome.plugins)
+        self._passed: dict[int, frozenset[str]] = {}  # deciding filter → the pod-independent filters before it
         fit = profile.plugin("NodeResourcesFit")
         self.counts_resources = fit is not None and fit in profile.at("filter")
         cols, want = (checked_requests(handle.index, pod.idx, fit.config.ignored_resources, fit.config.ignored_groups)
                       if self.counts_resources else (np.zeros(0, dtype=np.int64), np.zeros(0)))
         self.cols, self.want = cols, want.tolist()
+        # filters whose verdict on a node reads no other pod (removing victims or adding nominated pods cannot
+        # change it)
+        self.independent = frozenset(p.name for p in profile.at("filter") if not p.reads_pods)
         others = {p.name for p in profile.at("filter")} - self.pre.skipped - {"NodeResourcesFit"}
-        self.needs_passed = (frozenset(others) if not self.extends and others <= POD_INDEPENDENT_FILTERS
-                             else None)
+        self.needs_passed = frozenset(others) if not self.extends and others <= self.independent else None
         order = [p.name for p in profile.at("filter")]
         before = frozenset(order[: order.index("NodeResourcesFit")]) - self.pre.skipped if self.counts_resources \
             else None
-        self.before_fit = before if before is not None and before <= POD_INDEPENDENT_FILTERS else None
+        self.before_fit = before if before is not None and before <= self.independent else None
+        self.reading = pod_reading_filters(profile, self.pre.skipped)
+        self.walk_from(np.zeros(0, dtype=np.int64))
+
+    def inert(self, pods: list[PodInfo]) -> bool:
+        """Whether removing or putting back any of `pods` leaves every filter's verdict but NodeResourcesFit's as it
+        is (`Plugin.filter_reads`): then the room alone decides each reprieve."""
+        return inert(self.reading, self.handle.state, self.pod, self.cycle, pods)
+
+    def walk_from(self, walk: np.ndarray) -> None:
+        """The candidate walk's nodes, in order, for `others`."""
+        self.walk, self._others = walk, {}
+        self._pos = {n: k for k, n in enumerate(walk.tolist())}
+
+    def others(self, node: int) -> list[str]:
+        """`self(node, resources=False)` in the cycle's state, found for the next `OTHERS_CHUNK` nodes of the walk
+        at once (each node's filters read that node alone)."""
+        hit = self._others.get(node)
+        if hit is not None:
+            return hit
+        pre, k = self.pre, self._pos.get(node)
+        if k is None or pre.code != Code.SUCCESS or pre.nodes is not None:
+            return self(node, resources=False)
+        nodes = self.walk[k: k + OTHERS_CHUNK]
+        skipped = pre.skipped | {"NodeResourcesFit"}
+        out = run_filters(self.profile, self.handle.state, self.pod, self.cycle, nodes, skipped)
+        self.handle.filter_with_nominated(self.profile, self.pod, nodes, out, skipped, self.cycle)
+        for i, n in enumerate(nodes.tolist()):
+            self._others[n] = out.reasons(i) if out.code[i] != 0 else []
+        return self._others[node]
 
     def start(self, node: int) -> None:
         """A dry run on `node` begins: a fresh clone of the cycle's state."""
@@ -133,19 +173,24 @@ class _Fits:
             update_pre_filter(self.profile, self.handle.state, self.pod, self.node_cycle, self.pre.skipped, p, node, +1)
 
     def note_passed(self, outcome: FilterOutcome) -> None:
-        """From the cycle's outcome: per node, the pod-independent filters before its deciding one."""
+        """From the cycle's outcome: per node, the pod-independent filters before its deciding one (`passed`)."""
         order = [p.name for p in self.profile.at("filter")]
+        self._decider = np.full(self.handle.n_nodes, -1, dtype=np.int64)
+        self._decider[outcome.nodes] = outcome.plugin
         for k in np.unique(outcome.plugin[outcome.plugin >= 0]).tolist():
             name = outcome.plugins[k]
             before = order[: order.index(name)] if name in order else []
-            passed = frozenset(n for n in before if n in POD_INDEPENDENT_FILTERS)
-            self.passed.update(dict.fromkeys(outcome.nodes[outcome.plugin == k].tolist(), passed))
+            self._passed[k] = frozenset(n for n in before if n in self.independent)
+
+    def passed(self, node: int) -> frozenset[str]:
+        """The pod-independent filters the node passed in the cycle."""
+        return _NONE if self._decider is None else self._passed.get(int(self._decider[node]), _NONE)
 
     def by_room(self, node: int) -> bool:
         """Whether `_Room.fits` alone decides the filters on the node (see the class docstring)."""
         pre = self.pre
         return (self.needs_passed is not None and pre.code == Code.SUCCESS and (pre.nodes is None or node in pre.nodes)
-                and self.needs_passed <= self.passed.get(node, frozenset()))
+                and self.needs_passed <= self.passed(node))
 
     def fails_by_room(self, node: int) -> bool:
         """Whether, when the room cannot fit the pod, the filters' reasons on the node are NodeResourcesFit's
@@ -153,7 +198,7 @@ class _Fits:
         filters stop at the first that fails (the ones after it never run). For a node with no nominated pod."""
         pre = self.pre
         return (self.before_fit is not None and pre.code == Code.SUCCESS and (pre.nodes is None or node in pre.nodes)
-                and self.before_fit <= self.passed.get(node, frozenset()))
+                and self.before_fit <= self.passed(node))
 
     def room(self, node: int, gone: list[PodInfo], nominated: list[PodInfo]) -> _Room:
         """The node's free room (NodeResourcesFit's checked resources and pod slots) with `gone` removed and the
@@ -178,19 +223,23 @@ class _Fits:
             for p in lower:
                 self.handle.state.assume(p, node)
 
-    def __call__(self, node: int) -> list[str]:
+    def __call__(self, node: int, *, resources: bool = True) -> list[str]:
         """The reasons the pod does not fit on the node ([] when it fits) in the dry run's state. Filters that
         read no other pod and already passed on this node (`passed`) cannot change their verdict when pods come
-        and go: not re-run."""
+        and go: not re-run. `resources=False`: the other filters alone, in the cycle's state (the verdict they
+        give once `inert` pods are gone)."""
         pre = self.pre
         if pre.code != Code.SUCCESS:
             return [pre.reason]
         if pre.nodes is not None and node not in pre.nodes:
             return [pre.absent_reason]
         one = np.array([node], dtype=np.int64)
-        skipped = pre.skipped | self.passed.get(node, frozenset())
-        out = run_filters(self.profile, self.handle.state, self.pod, self.node_cycle, one, skipped)
-        self.handle.filter_with_nominated(self.profile, self.pod, one, out, skipped, self.node_cycle)
+        skipped = pre.skipped | self.passed(node)
+        cycle = self.node_cycle
+        if not resources:
+            skipped, cycle = skipped | {"NodeResourcesFit"}, self.cycle
+        out = run_filters(self.profile, self.handle.state, self.pod, cycle, one, skipped)
+        self.handle.filter_with_nominated(self.profile, self.pod, one, out, skipped, cycle)
         return out.reasons(0) if out.code[0] != 0 else []
 
 
@@ -230,7 +279,8 @@ class _Room:
 
 
 def _split_by_pdb(handle: PreemptionHandle, pods: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
-    allowed = dict(handle.pdb_allowed())
+    allowed = handle.pdb_allowed()
+    taken: dict[int, int] = {}  # disruptions these pods take from each PDB
     pdbs = handle.index.snapshot.pdbs
     violating, ok = [], []
     for p in pods:
@@ -239,8 +289,8 @@ def _split_by_pdb(handle: PreemptionHandle, pods: list[PodInfo]) -> tuple[list[P
             status = pdbs[i].status
             if status is not None and p.name in status.disrupted_pods:
                 continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
+            taken[i] = taken.get(i, 0) + 1
+            if allowed[i] < taken[i]:
                 bad = True
         (violating if bad else ok).append(p)
     return violating, ok
@@ -263,6 +313,14 @@ def select_victims(handle: PreemptionHandle, profile: Profile, pod: PodInfo, nod
             return None, [NO_VICTIMS]
         decided = by_room or (not nominated and fits.fails_by_room(node))
         return None, room.reasons() if decided else fits.without(node, lower)
+    if not by_room and fits.inert(lower):
+        # the other filters say with every lower-priority pod gone what they say now, and each reprieve leaves
+        # them so: NodeResourcesFit passes (the room fits), so their reasons are the dry run's, and the room
+        # decides the reprieves
+        reasons = fits.others(node)
+        if reasons:
+            return None, reasons
+        by_room = True
     lower.sort(key=lambda p: (-p.priority, start_time(p)))
     violating, ok = _split_by_pdb(handle, lower)
 
@@ -380,6 +438,7 @@ def preempt(
     if outcome is not None:
         fits.note_passed(outcome)
     walk = np.asarray(order, dtype=np.int64)[(offset + np.arange(n)) % n]
+    fits.walk_from(walk)
     quick = _QuickStatuses(handle, fits, pod, walk)
     candidates: list[Candidate] = []
     non_violating = 0

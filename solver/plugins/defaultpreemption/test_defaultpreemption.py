@@ -4,6 +4,7 @@ import pytest
 from kplace.instances.generators import generate
 from kplace.models import compile_index, load_state
 from kplace.models.index import ClusterIndex
+from kplace.solver import greedy
 from kplace.solver.greedy import schedule_greedy
 from kplace.solver.plugins import defaultpreemption
 from kplace.solver.testing import build_snapshot, node, pod
@@ -78,17 +79,22 @@ def test_allowing_pdb_violations_lets_the_preemptor_evict_a_protected_pod():
     assert [e.pdb_violation for e in plan.evictions] == [True]
 
 
-SHAPES = ([("priority-overload", 8, 30, s) for s in range(8)] + [("preemption-pdb", 8, 20, s) for s in range(8)]
-          + [("corners", None, None, s) for s in range(30)])
+SHAPES = ([("priority-overload", 8, 30, s, {}) for s in range(8)] + [("preemption-pdb", 8, 20, s, {}) for s in range(8)]
+          + [("corners", None, None, s, {}) for s in range(30)]
+          + [("scale", 60, 600, s, {"load": "95", "pending": "150"}) for s in range(4)])
 
 
-@pytest.mark.parametrize(("workload", "nodes", "pods", "seed"), SHAPES)
-def test_the_room_shortcut_picks_the_same_victims_as_the_filters_dry_run(workload, nodes, pods, seed, monkeypatch,
-                                                                        tmp_path):
+@pytest.mark.parametrize(("workload", "nodes", "pods", "seed", "params"), SHAPES)
+def test_the_room_shortcuts_pick_the_same_victims_as_the_filters_dry_run(workload, nodes, pods, seed, params,
+                                                                         monkeypatch, tmp_path):
+    """The room decides alone where the filters read no pod, or none of those the dry run removes or the nominated
+    pods add (`inert`)."""
     path = tmp_path / "state.json"
-    path.write_text(json.dumps(generate(workload, nodes=nodes, pods=pods, seed=seed, params={})))
+    path.write_text(json.dumps(generate(workload, nodes=nodes, pods=pods, seed=seed, params=params)))
     fast = schedule_greedy(compile_index(load_state([str(path)])))
     monkeypatch.setattr(defaultpreemption._Fits, "by_room", lambda self, node: False)
+    monkeypatch.setattr(defaultpreemption._Fits, "inert", lambda self, pods: False)
+    monkeypatch.setattr(greedy, "inert", lambda *args: False)  # the nominated pods' dry runs too
     slow = schedule_greedy(compile_index(load_state([str(path)])))
     assert [(p.pod, p.node, p.reason) for p in fast.placements] == [(p.pod, p.node, p.reason) for p in slow.placements]
     assert fast.evictions == slow.evictions

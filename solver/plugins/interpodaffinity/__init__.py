@@ -155,6 +155,19 @@ class InterPodAffinity(Plugin):
             if matches_all(index, (t,), other):
                 _bump(index, s.anti, t.topology_key, node, delta)
 
+    def filter_reads(self, state: ClusterState, pod: PodInfo, cycle: CycleState, other: PodInfo) -> bool:
+        """`other` changes a count the Filter reads (`update_pre_filter`'s conditions): one of its required
+        anti-affinity terms selects the pod, it matches all the pod's required affinity terms, or it matches one
+        of the pod's required anti-affinity terms."""
+        s: _FilterState | None = cycle.get(_PRE_FILTER)
+        if s is None:
+            return False
+        index = state.index
+        ns_labels = ns_labels_of(index, pod.namespace)
+        return (any(t.matches(pod.namespace, pod.labels, ns_labels) for t in pod_terms(index, other).required_anti)
+                or (bool(s.affinity_terms) and matches_all(index, s.affinity_terms, other))
+                or any(matches_all(index, (t,), other) for t in s.anti_terms))
+
     def filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         s: _FilterState | None = cycle.get(_PRE_FILTER)
         n = len(nodes)

@@ -18,6 +18,7 @@ def fits(node_name: str, wanted: str) -> bool:
 
 class NodeName(Plugin):
     name = "NodeName"
+    reads_pods = False
 
     def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         wanted = pod.spec.node_name

@@ -45,6 +45,10 @@ class NodePorts(Plugin):
     def pre_filter(self, state: ClusterState, pod, cycle: CycleState) -> PreFilterResult:
         return SUCCESS if pod.host_ports else PreFilterResult.skip()
 
+    def filter_reads(self, state: ClusterState, pod, cycle: CycleState, other) -> bool:
+        """Only pods holding host ports count."""
+        return bool(other.host_ports)
+
     def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         wanted = pod.host_ports
         if not wanted:

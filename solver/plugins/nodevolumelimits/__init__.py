@@ -160,6 +160,10 @@ class NodeVolumeLimits(Plugin):
     def pre_filter(self, state: ClusterState, pod, cycle: CycleState) -> PreFilterResult:
         return PreFilterResult() if has_attachable(pod.pod) else PreFilterResult.skip()
 
+    def filter_reads(self, state: ClusterState, pod, cycle: CycleState, other) -> bool:
+        """Only pods with volumes count (attach counts)."""
+        return bool(other.pod.spec.volumes)
+
     def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         index = state.index
         csinodes = catalog(index).csinodes

@@ -115,6 +115,13 @@ class PodTopologySpread(Plugin):
         if fcs:
             fcs.update(state.index, pod, other, node, delta)
 
+    def filter_reads(self, state: ClusterState, pod: PodInfo, cycle: CycleState, other: PodInfo) -> bool:
+        """`other`, of the pod's namespace, matches some hard constraint's selector (it may change a domain's
+        count, `FilterConstraint.update`)."""
+        fcs = cycle.get(_PRE_FILTER)
+        return bool(fcs) and other.namespace == pod.namespace and any(
+            fc.constraint.selector.matches(other.labels) for fc in fcs)
+
     def filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         fcs = cycle.get(_PRE_FILTER)
         if not fcs:

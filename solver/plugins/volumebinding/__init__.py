@@ -225,6 +225,10 @@ class VolumeBinding(Plugin):
         cycle[NAME] = (claims, {u.key: candidate_pvs(state.index, u.pvc, state) for u in claims.delayed})
         return PreFilterResult()
 
+    def filter_reads(self, state: ClusterState, pod, cycle: CycleState, other) -> bool:
+        """Only pods with volumes count (reserved volumes)."""
+        return bool(other.pod.spec.volumes)
+
     def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         got = cycle.get(NAME)
         if got is None:

@@ -106,6 +106,10 @@ class VolumeRestrictions(Plugin):
         cycle[NAME] = keys
         return PreFilterResult()
 
+    def filter_reads(self, state: ClusterState, pod, cycle: CycleState, other) -> bool:
+        """Only pods with volumes count (conflicts)."""
+        return bool(other.pod.spec.volumes)
+
     def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         p = pod.pod
         disk = np.zeros(len(nodes), dtype=bool)

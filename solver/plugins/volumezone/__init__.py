@@ -96,6 +96,7 @@ def zone_mask(index: ClusterIndex, topologies: list[tuple[str, set[str]]], nodes
 
 class VolumeZone(Plugin):
     name = NAME
+    reads_pods = False
 
     def pre_filter(self, state: ClusterState, pod, cycle: CycleState) -> PreFilterResult:
         topologies, err = pv_topologies(state.index, pod.pod)
