@@ -370,14 +370,11 @@ class _QuickStatuses:
 
     def __init__(self, handle: PreemptionHandle, fits: _Fits, pod: PodInfo, walk: np.ndarray) -> None:
         index, state = handle.index, handle.state
-        on = state.pod_node
-        lower = np.flatnonzero((on >= 0) & (index.pod_priority < pod.priority))
-        where = on[lower]
-        n_lower = np.bincount(where, minlength=state.n_nodes)[walk]
         cols = fits.cols
-        freed = np.zeros((len(walk), len(cols)), dtype=np.int64)
-        for j, c in enumerate(cols.tolist()):
-            freed[:, j] = np.rint(np.bincount(where, weights=index.pod_req[lower, c], minlength=state.n_nodes))[walk]
+        count, freed_at = lower_priority_room(state, pod.priority, cols.tolist())
+        n_lower = count[walk]
+        freed = np.stack([freed_at[c][walk] for c in cols.tolist()], axis=1) if len(cols) \
+            else np.zeros((len(walk), 0), dtype=np.int64)
         free = index.alloc[walk][:, cols] - state.requested[walk][:, cols] + freed
         slots = index.max_pods[walk] - state.pod_count[walk] + n_lower
         self.short = free < np.asarray(fits.want, dtype=np.int64)  # per walk position and checked resource
@@ -407,9 +404,38 @@ class _QuickStatuses:
         return +out  # zero counts dropped
 
 
-def _any_lower_priority_pod(handle: PreemptionHandle, priority: int) -> bool:
-    """Whether some pod on a node (bound, or placed earlier in the run) has a priority below `priority`."""
-    return bool((handle.index.pod_priority[handle.state.pod_node >= 0] < priority).any())
+def lower_priority_room(state, priority: int, cols: list[int]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """Per node: how many of its pods have a priority below `priority`, and (per resource column in `cols`, at
+    least) the sum of their requests. Kept in the state's `plugin_cache` per priority and brought up to date on
+    the nodes whose pods changed since (`node_version`), or found afresh when many did; never changed in place."""
+    cache = state.plugin_cache.setdefault("DefaultPreemption", {})
+    index, n = state.index, state.n_nodes
+    hit = cache.get(priority)
+    if hit is not None and set(cols) <= hit[2].keys():
+        version, count, freed = hit
+        changed = np.flatnonzero(state.node_version != version)
+        if not len(changed):
+            return count, freed
+        if len(changed) <= max(64, n // 64):  # about what a fresh count costs
+            count, freed = count.copy(), {c: a.copy() for c, a in freed.items()}
+            columns = list(freed)
+            for node in changed.tolist():
+                ids = np.fromiter(state.node_pods[node], dtype=np.int64)
+                low = ids[index.pod_priority[ids] < priority]
+                count[node] = len(low)
+                sums = index.pod_req[low][:, columns].sum(axis=0)
+                for c, total in zip(columns, sums.tolist(), strict=True):
+                    freed[c][node] = total
+            cache[priority] = (state.node_version.copy(), count, freed)
+            return count, freed
+        cols = sorted(set(cols) | hit[2].keys())
+    on = state.pod_node
+    where = np.where((on >= 0) & (index.pod_priority < priority), on, n)  # n: not counted
+    count = np.bincount(where, minlength=n + 1)[:n]
+    freed = {c: np.rint(np.bincount(where, weights=index.pod_req[:, c], minlength=n + 1)[:n]).astype(np.int64)
+             for c in cols}
+    cache[priority] = (state.node_version.copy(), count, freed)
+    return count, freed
 
 
 def preempt(
@@ -427,7 +453,7 @@ def preempt(
         statuses[NOT_HELPFUL] += n_all - len(potential)
     if not potential:
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
-    if not _any_lower_priority_pod(handle, pod.priority):
+    if not lower_priority_room(handle.state, pod.priority, [])[0].any():
         # select_victims finds no victims on any node: the same statuses, without the walk
         statuses[NO_VICTIMS] += len(potential)
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))

@@ -117,3 +117,27 @@ def test_the_walks_statuses_settled_by_arithmetic_are_those_the_dry_runs_give(mo
     slow = schedule_greedy(index).to_dict()
     assert quick["placements"] == slow["placements"] and quick["evictions"] == slow["evictions"]
     assert any("preemption:" in (p["reason"] or "") for p in quick["placements"])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_lower_priority_room_kept_up_to_date_equals_one_counted_afresh(seed):
+    from kplace.solver.framework.state import ClusterState
+
+    index = ClusterIndex(build_snapshot(generate("scale", nodes=80, pods=800, seed=seed, params={"pending": "100"})
+                                        ["items"]))
+    state = ClusterState(index)
+    priorities = sorted(set(index.pod_priority.tolist()))
+    cols = list(range(index.pod_req.shape[1]))
+    for p in priorities:
+        defaultpreemption.lower_priority_room(state, p, cols)  # cached
+    bound = [p for p in index.pods if state.pod_node[p.idx] >= 0]
+    for k, pod in enumerate(index.pending[:20]):  # two nodes change between calls: brought up to date
+        state.assume(pod, k % state.n_nodes)
+        state.forget(bound[k])
+        for p in priorities:
+            kept = defaultpreemption.lower_priority_room(state, p, cols)
+            afresh = state.fork()
+            afresh.plugin_cache = {}
+            fresh = defaultpreemption.lower_priority_room(afresh, p, cols)
+            assert kept[0].tolist() == fresh[0].tolist()
+            assert all(kept[1][c].tolist() == fresh[1][c].tolist() for c in cols)
