@@ -486,11 +486,12 @@ def preempt(
     statuses.update(quick.counts(walked))
     if not candidates:
         return PreemptionResult(None, message=fit_error_message(n_all, statuses))
-    best = min(candidates, key=Candidate.key)  # min() keeps the first of equals: "first candidate"
-    best_key = best.key()
-    tied = [c for c in candidates if c.key() == best_key]  # kube walks from a random offset: any may be first
+    keys = [c.key() for c in candidates]
+    best_key = min(keys)
+    # kube walks from a random offset, so any of the tied may come first; by default the walk's first does
+    tied = [c for c, k in zip(candidates, keys, strict=True) if k == best_key]
     forced = handle.choose_candidate([c.node for c in tied])
-    best = next((c for c in tied if c.node == forced), best)
+    best = next((c for c in tied if c.node == forced), tied[0])
     victims = [(v, v.idx in best.violating) for v in best.victims]
     return PreemptionResult(best.node, victims, candidates=candidates)
 

@@ -5,6 +5,7 @@ from kplace.instances.generators import generate
 from kplace.models import compile_index, load_state
 from kplace.models.index import ClusterIndex
 from kplace.solver import greedy
+from kplace.solver.framework.state import ClusterState
 from kplace.solver.greedy import schedule_greedy
 from kplace.solver.plugins import defaultpreemption
 from kplace.solver.testing import build_snapshot, node, pod
@@ -121,8 +122,6 @@ def test_the_walks_statuses_settled_by_arithmetic_are_those_the_dry_runs_give(mo
 
 @pytest.mark.parametrize("seed", range(3))
 def test_the_lower_priority_room_kept_up_to_date_equals_one_counted_afresh(seed):
-    from kplace.solver.framework.state import ClusterState
-
     index = ClusterIndex(build_snapshot(generate("scale", nodes=80, pods=800, seed=seed, params={"pending": "100"})
                                         ["items"]))
     state = ClusterState(index)
@@ -131,8 +130,8 @@ def test_the_lower_priority_room_kept_up_to_date_equals_one_counted_afresh(seed)
     for p in priorities:
         defaultpreemption.lower_priority_room(state, p, cols)  # cached
     bound = [p for p in index.pods if state.pod_node[p.idx] >= 0]
-    for k, pod in enumerate(index.pending[:20]):  # two nodes change between calls: brought up to date
-        state.assume(pod, k % state.n_nodes)
+    for k, pending in enumerate(index.pending[:20]):  # two nodes change between calls: brought up to date
+        state.assume(pending, k % state.n_nodes)
         state.forget(bound[k])
         for p in priorities:
             kept = defaultpreemption.lower_priority_room(state, p, cols)
