@@ -185,6 +185,21 @@ class GreedyScheduler:
 
     # --- one pod ----------------------------------------------------------------------------------
 
+    def _filters_with(self, profile: Profile, pod: PodInfo, cycle: CycleState, nodes: np.ndarray, rows: list[int],
+                      added_pods: list[tuple[PodInfo, int]], skipped: set[str], out: FilterOutcome) -> None:
+        """The filters (but `skipped`) on nodes[rows] with `added_pods` assumed there; where they fail, `out` takes
+        their statuses."""
+        for q, n in added_pods:
+            self.state.assume(q, n)
+        try:
+            added = run_filters(profile, self.state, pod, cycle, nodes[rows], skipped)
+        finally:
+            for q, _ in added_pods:
+                self.state.forget(q)
+        failed = np.flatnonzero(added.code != 0)
+        if len(failed):
+            out.copy_nodes(np.asarray(rows)[failed], added, failed)
+
     def pct(self, profile: Profile) -> int:
         p = profile.percentage_of_nodes_to_score
         return self.config.percentage_of_nodes_to_score if p is None else p
@@ -305,18 +320,8 @@ class GreedyScheduler:
                 if others:
                     rows.append(i)
                     added_pods += [(q, int(nodes[i])) for q in others]
-            if not rows:
-                return
-            for q, n in added_pods:
-                self.state.assume(q, n)
-            try:
-                added = run_filters(profile, self.state, pod, cycle, nodes[rows], skipped)
-            finally:
-                for q, _ in added_pods:
-                    self.state.forget(q)
-            failed = np.flatnonzero(added.code != 0)
-            if len(failed):
-                out.copy_nodes(np.asarray(rows)[failed], added, failed)
+            if rows:
+                self._filters_with(profile, pod, cycle, nodes, rows, added_pods, skipped, out)
             return
         # Where the nominated pods are `inert` for the pod's filters, only NodeResourcesFit's verdict can change
         # with them added: it is found for all those nodes at once (and only where it runs: the filters before it
@@ -336,16 +341,7 @@ class GreedyScheduler:
                 rows.append(i)
                 added_pods += [(q, n) for q in others]
         if rows and fit_at < len(names):
-            for q, n in added_pods:
-                self.state.assume(q, n)
-            try:
-                added = run_filters(profile, self.state, pod, cycle, nodes[rows], set(names) - {"NodeResourcesFit"})
-            finally:
-                for q, _ in added_pods:
-                    self.state.forget(q)
-            failed = np.flatnonzero(added.code != 0)
-            if len(failed):
-                out.copy_nodes(np.asarray(rows)[failed], added, failed)
+            self._filters_with(profile, pod, cycle, nodes, rows, added_pods, set(names) - {"NodeResourcesFit"}, out)
         for i, n, others in full:
             with_them = cycle.clone()
             for q in others:
