@@ -146,8 +146,9 @@ class Plugin:
 
     def filter_reads(self, state: ClusterState, pod: PodInfo, cycle: CycleState, other: PodInfo) -> bool:
         """May adding or removing `other` on a node change this plugin's Filter verdict for `pod` there, `cycle`
-        holding the pod's PreFilter state (and `update_pre_filter` applied for `other`)? Preemption's dry run
-        re-runs no filter that reads none of the pods it removes and puts back. By default: `reads_pods`."""
+        holding the pod's PreFilter state (and `update_pre_filter` applied for `other`)? Preemption's dry run and
+        the filters with nominated pods re-run no filter that reads none of the pods they remove or add (the room
+        decides NodeResourcesFit). By default: `reads_pods`."""
         return self.reads_pods
 
     def pre_score(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> bool:

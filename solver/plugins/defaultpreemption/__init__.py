@@ -45,6 +45,7 @@ from ..noderesources.helpers import TOO_MANY_PODS, checked_requests
 
 if TYPE_CHECKING:
     from ...framework.handle import PreemptionHandle
+    from ...framework.state import ClusterState
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -404,7 +405,8 @@ class _QuickStatuses:
         return +out  # zero counts dropped
 
 
-def lower_priority_room(state, priority: int, cols: list[int]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+def lower_priority_room(state: ClusterState, priority: int,
+                        cols: list[int]) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     """Per node: how many of its pods have a priority below `priority`, and (per resource column in `cols`, at
     least) the sum of their requests. Kept in the state's `plugin_cache` per priority and brought up to date on
     the nodes whose pods changed since (`node_version`), or found afresh when many did; never changed in place."""
