@@ -486,6 +486,9 @@ def schedule(state, engine, window, time_limit, workers, objective, deterministi
         extra = {"bind_timeout": bind_timeout_of(config)} if bind == "api" else {}
         data["commit"] = commit(plan, index, bind, out_file=out_file, fmt=manifest_format, kubeconfig=kubeconfig,
                                 context=context, dry_run=dry_run, **extra)
+    if output in ("json", "yaml", "name"):
+        for w in plan.warnings:  # the table shows them; machine formats keep stdout for the data
+            _warn(w)
     if output in ("json", "yaml"):
         write_data(data, output)
     elif output == "name":
