@@ -42,6 +42,8 @@ from kplace.models.k8s import Pod
 from kplace.models.snapshot import ClusterSnapshot, finalize
 from pydantic import ValidationError
 
+from .heap import trim_heap
+
 log = logging.getLogger("kplace.extender")
 
 MAX_SCORE = 10  # MaxExtenderPriority
@@ -170,6 +172,7 @@ class Extender:
             self.reserved_pods[n] += 1
         log.info("re-planned %d pending pod(s): %d placed in %.3fs", len(self.plan),
                  sum(1 for v in self.plan.values() if v), time.perf_counter() - started)
+        trim_heap()
 
     def _ensure_plan(self) -> None:
         self._maybe_reload()

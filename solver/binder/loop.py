@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .heap import trim_heap
 from .kube import LIST_KINDS, list_all, new_client, transport_errors
 from .leader import LeaderElectionOptions, LeaderElector, LeaseLock
 
@@ -598,6 +599,7 @@ class Runner:
                              if o["result"] not in ("bound", "evicted")][:20])
         finally:
             self.in_flight = False
+            trim_heap()
 
 
 def _queue_key(pod, seq: int):

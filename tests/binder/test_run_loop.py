@@ -63,6 +63,54 @@ def test_the_loop_binds_its_own_pending_pods_in_windows_and_leaves_other_schedul
     assert len(posts) == 5 and all(p["path"].endswith("/binding") for p in posts)
 
 
+def test_every_window_ends_by_giving_the_freed_heap_back(fake_api, monkeypatch):
+    import kplace.solver.binder.loop as loop
+
+    trims = []
+    monkeypatch.setattr(loop, "trim_heap", lambda: trims.append(time.monotonic()) or True)
+    api = fake_api([node("a", cpu="2"), *(pod(f"p{i}", cpu="500m", spec=OURS) for i in range(3))])
+    runner, thread = _start(api, window=1, max_windows=3)
+    thread.join(30)
+    assert runner.windows == 3 and len(trims) == 3
+
+
+def test_trimming_the_heap_releases_what_a_thread_allocated_and_freed():
+    import ctypes
+
+    from kplace.solver.binder.heap import _malloc_trim, trim_heap
+
+    if _malloc_trim() is None:
+        pytest.skip("not glibc: there is no malloc_trim, and trim_heap does nothing")
+    libc = ctypes.CDLL("libc.so.6")
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+
+    kept = []
+
+    def churn():  # 64 MiB in 16 KiB blocks (below the mmap threshold) in this thread's arena; every other one
+        blocks = [libc.malloc(16 * 1024) for _ in range(4096)]  # freed, so the free half sits between live blocks
+        for b in blocks:
+            ctypes.memset(b, 1, 16 * 1024)
+        for k, b in enumerate(blocks):
+            (kept.append if k % 2 else libc.free)(b)
+
+    def resident_mib() -> float:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    trim_heap()
+    t = threading.Thread(target=churn)
+    t.start()
+    t.join()
+    held = resident_mib()
+    try:
+        assert trim_heap() is True
+        assert held - resident_mib() >= 16  # the free blocks' whole pages
+    finally:
+        for b in kept:
+            libc.free(b)
+
+
 def test_pods_created_later_arrive_through_the_watch_and_a_410_relists(fake_api):
     api = fake_api([node("a", cpu="4"), pod("first", cpu="1", spec=OURS)])
     runner, thread = _start(api)
