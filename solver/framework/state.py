@@ -21,6 +21,7 @@ from kplace.models.selectors import Selector
 _DENSE_MIN = 8  # signatures (and affinity groups) with at least this many pods keep a dense per-node count array,
 _DENSE_SHARE = 32  # and at least 1/_DENSE_SHARE of the nodes' count: below, a sparse {node: count} is leaner
 _LIVE_MAX = 512  # per-selector count arrays kept up to date by assume/forget (n_nodes int64 each)
+_DOMAINS_MAX = 4096  # per-(selector, topology domains, node subset) counts kept up to date likewise (small each)
 
 
 def pod_pvc_keys(pod: Pod) -> tuple[str, ...]:
@@ -113,6 +114,11 @@ class ClusterState:
         # Live per-node counts for the most used (namespaces, selector, include_terminating) keys.
         self._live: dict[tuple[frozenset[str] | None, Selector, bool], np.ndarray] = {}
         self._live_by_sig: dict[int, list[tuple[frozenset[str] | None, Selector, bool]]] = {}
+        # Live per-domain counts (`domain_counts_view`), the signatures each follows, and each one's (node →
+        # domain, counted nodes) arrays, which are immutable and a function of the key (so forks share them).
+        self._domains: dict[tuple, np.ndarray] = {}
+        self._domains_by_sig: dict[int, list[tuple]] = {}
+        self._domain_maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         # Bound pods that carry (anti-)affinity terms: the only existing pods InterPodAffinity must visit
         # for symmetry and for scoring when the incoming pod has no preferred terms.
         self.with_affinity: set[int] = set()
@@ -138,7 +144,8 @@ class ClusterState:
 
     # Attributes `fork` shares because nothing mutates them after construction (or they only cache results
     # that depend on immutable data), and those it copies. A test keeps this list complete.
-    _SHARED = frozenset({"index", "n_nodes", "dense_min", "sig_of_pod", "sig_info", "_sigs_by_label", "_match_cache"})
+    _SHARED = frozenset({"index", "n_nodes", "dense_min", "sig_of_pod", "sig_info", "_sigs_by_label", "_match_cache",
+                         "_domain_maps"})
 
     def fork(self) -> ClusterState:
         """An independent copy for trial runs (the greedy hint, preemption dry runs): arrays and counters are
@@ -158,6 +165,8 @@ class ClusterState:
         new._sparse = {k: Counter(v) for k, v in self._sparse.items()}
         new._live = {k: v.copy() for k, v in self._live.items()}
         new._live_by_sig = {k: list(v) for k, v in self._live_by_sig.items()}
+        new._domains = {k: v.copy() for k, v in self._domains.items()}
+        new._domains_by_sig = {k: list(v) for k, v in self._domains_by_sig.items()}
         new.with_affinity = set(self.with_affinity)
         new.with_required_anti = set(self.with_required_anti)
         new.affinity_groups = [
@@ -256,6 +265,10 @@ class ClusterState:
         sid = int(self.sig_of_pod[pod_idx])
         for key in self._live_by_sig.get(sid, ()):
             self._live[key][node] += delta
+        for key in self._domains_by_sig.get(sid, ()):
+            dom, counted = self._domain_maps[key]
+            if counted[node]:
+                self._domains[key][dom[node]] += delta
         dense = self._dense.get(sid)
         if dense is not None:
             dense[node] += delta
@@ -324,6 +337,26 @@ class ClusterState:
                     self._live[key] = out
                     for s in sigs:
                         self._live_by_sig.setdefault(s, []).append(key)
+        view = out.view()
+        view.flags.writeable = False
+        return view
+
+    def domain_counts_view(self, namespaces: frozenset[str] | None, selector: Selector, include_terminating: bool,
+                           topology_key: str, dom: np.ndarray, size: int, counted: np.ndarray) -> np.ndarray:
+        """Per domain d < `size`: Σ over the nodes n with counted[n] and dom[n] = d of `matching_counts`' n-th entry
+        (`dom`: each node's domain, a function of `topology_key`). A read-only view of a cached array that
+        `assume`/`forget` keep current (one pod on node n moves entry dom[n] by ±1 where counted[n]), so a
+        repeated query costs a hash of `counted` instead of a pass over every node."""
+        key = (namespaces, selector, include_terminating, topology_key, size, np.packbits(counted).tobytes())
+        out = self._domains.get(key)
+        if out is None:
+            per_node = self.matching_counts_view(namespaces, selector, include_terminating)
+            out = np.rint(np.bincount(dom[counted], weights=per_node[counted], minlength=size)).astype(np.int64)
+            if len(self._domains) < _DOMAINS_MAX:
+                self._domains[key] = out
+                self._domain_maps.setdefault(key, (dom, counted.copy()))
+                for s in self.matching_signatures(namespaces, selector, include_terminating):
+                    self._domains_by_sig.setdefault(s, []).append(key)
         view = out.view()
         view.flags.writeable = False
         return view

@@ -60,3 +60,32 @@ def test_fork_refuses_attributes_it_does_not_know_how_to_copy():
     state.new_cache = {}
     with pytest.raises(AssertionError, match="new_cache"):
         state.fork()
+
+
+def test_live_domain_counts_follow_assume_and_forget_and_stay_apart_in_a_fork():
+    zones = [node(n, labels={"zone": z}) for n, z in (("a", "z1"), ("b", "z1"), ("c", "z2"), ("d", "z3"))]
+    state = build_state(zones, pod("bound", cpu="1", node_name="a", labels={"app": "db"}),
+                        [pod(f"p{i}", cpu="1", labels={"app": "db" if i % 3 else "web"}) for i in range(6)])
+    ids, values = state.index.label_column("zone")
+    dom, size = np.where(ids >= 0, ids, len(values)), len(values) + 1
+    counted = np.array([True, True, False, True])  # node c is not counted
+    sel = _selectors(state)[0]
+
+    def fresh(s):
+        per_node = s.matching_counts(frozenset(["default"]), sel, False)
+        return np.bincount(dom[counted], weights=per_node[counted], minlength=size).astype(np.int64)
+
+    def view(s):
+        return s.domain_counts_view(frozenset(["default"]), sel, False, "zone", dom, size, counted)
+
+    assert view(state).tolist() == fresh(state).tolist() and not view(state).flags.writeable
+    pending = state.index.pending
+    for k, p in enumerate(pending):
+        state.assume(p, k % 4)
+        assert view(state).tolist() == fresh(state).tolist()
+    fork = state.fork()
+    before = view(state).tolist()
+    fork.forget(pending[1])
+    fork.forget(state.index.bound[0])
+    assert view(fork).tolist() == fresh(fork).tolist() != before
+    assert view(state).tolist() == before == fresh(state).tolist()

@@ -191,11 +191,40 @@ def taints_mask(index: ClusterIndex, pod: PodInfo) -> np.ndarray:
 
 
 def has_all_keys(index: ClusterIndex, constraints: list[Constraint]) -> np.ndarray:
-    """Per node: it carries every constraint's topology key."""
-    mask = np.ones(len(index.nodes), dtype=bool)
-    for c in constraints:
-        mask &= index.label_column(c.key)[0] >= 0
+    """Per node: it carries every constraint's topology key (cached per set of keys; read-only)."""
+    keys = frozenset(c.key for c in constraints)
+    cache = index.cache.setdefault(CACHE_KEY, {}).setdefault("all_keys", {})
+    mask = cache.get(keys)
+    if mask is None:
+        mask = np.ones(len(index.nodes), dtype=bool)
+        for k in keys:
+            mask &= index.label_column(k)[0] >= 0
+        mask.flags.writeable = False
+        cache[keys] = mask
     return mask
+
+
+def domains_of(index: ClusterIndex, key: str) -> tuple[np.ndarray, int]:
+    """(per node its domain id for `key`, the number of ids): the label's value id, and a node without the key in
+    the "" domain (kube reads a missing label as ""), an id of its own when no node has the value ""."""
+    cache = index.cache.setdefault(CACHE_KEY, {}).setdefault("domains", {})
+    hit = cache.get(key)
+    if hit is None:
+        ids, values = index.label_column(key)
+        blank = values.index("") if "" in values else len(values)
+        dom = np.where(ids >= 0, ids, blank)
+        dom.flags.writeable = False
+        hit = cache[key] = (dom, len(values) + 1)
+    return hit
+
+
+def matching_per_domain(state: ClusterState, pod: PodInfo, c: Constraint, counted: np.ndarray) -> np.ndarray:
+    """Per domain of c's key (`domains_of`): the pods `matching_per_node` counts, summed over the `counted`
+    nodes."""
+    dom, size = domains_of(state.index, c.key)
+    if c.selector.empty or c.selector.nothing:
+        return np.zeros(size, dtype=np.int64)
+    return state.domain_counts_view(frozenset([pod.namespace]), c.selector, False, c.key, dom, size, counted)
 
 
 def included(index: ClusterIndex, pod: PodInfo, c: Constraint, base: np.ndarray) -> np.ndarray:
@@ -265,11 +294,9 @@ def filter_state(state: ClusterState, pod: PodInfo, constraints: list[Constraint
     for c in constraints:
         ids, values = index.label_column(c.key)
         eligible = included(index, pod, c, base)
-        dom_ids = ids[eligible]
-        present = np.bincount(dom_ids, minlength=len(values)) > 0
-        counts = np.bincount(dom_ids, weights=matching_per_node(state, pod, c)[eligible], minlength=len(values))
-        out.append(FilterConstraint(c, counts.astype(np.int64), int(c.selector.matches(pod.labels)), eligible,
-                                    present))
+        present = np.bincount(ids[eligible], minlength=len(values)) > 0
+        counts = matching_per_domain(state, pod, c, eligible)[:len(values)].copy()  # eligible nodes have the key
+        out.append(FilterConstraint(c, counts, int(c.selector.matches(pod.labels)), eligible, present))
     return out
 
 
@@ -322,22 +349,19 @@ def score_state(
     kept = nodes[~ignored]
     total = np.zeros(len(nodes), dtype=np.float64)
     for c in constraints:
-        ids, values = index.label_column(c.key)
-        per_node = matching_per_node(state, pod, c)
-        node_ids = ids[nodes]
+        node_ids = index.label_column(c.key)[0][nodes]
         if c.key == HOSTNAME:
             weight = math.log(len(kept) + 2)
-            cnt = per_node[nodes]
+            cnt = matching_per_node(state, pod, c)[nodes]
         else:
-            # A node without the key is the "" domain (kube reads the missing label as "").
-            blank = values.index("") if "" in values else len(values)
-            dom = np.where(ids >= 0, ids, blank)
-            seen = np.zeros(len(values) + 1, dtype=bool)
+            dom, size = domains_of(index, c.key)
+            seen = np.zeros(size, dtype=bool)
             seen[dom[kept]] = True
             weight = math.log(int(seen.sum()) + 2)
             contrib = included(index, pod, c, all_keys if require_all else np.ones(n_all, dtype=bool))
-            counts = np.bincount(dom[contrib], weights=per_node[contrib], minlength=len(values) + 1)
-            cnt = np.where(seen[dom[nodes]], counts[dom[nodes]], 0).astype(np.int64)
+            counts = matching_per_domain(state, pod, c, contrib)
+            at = dom[nodes]
+            cnt = np.where(seen[at], counts[at], 0)
         has = node_ids >= 0
         total = np.where(has, total + (cnt.astype(np.float64) * weight + float(c.max_skew - 1)), total)
     floor = np.floor(total)
