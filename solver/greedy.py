@@ -637,7 +637,7 @@ class GreedyScheduler:
             # kube's UnschedulablePlugins: the PreFilter node subsets' plugins and each rejected node's deciding one
             rejected = set(pre.narrowed_by) | ({first_plugin} if first_plugin else set())
             if outcome is not None:
-                rejected |= {outcome.plugins[int(p)] for p in np.unique(outcome.plugin[outcome.code != 0])}
+                rejected |= {outcome.plugins[p] for p in outcome.deciders(outcome.code != 0)}
             attempt.rejectors = frozenset(rejected)
             return attempt
         if len(feasible) == 1:

@@ -48,6 +48,12 @@ class FilterOutcome:
     plugins: list[str]
     results: dict[str, FilterResult] = field(default_factory=dict)  # name → result over `nodes`
 
+    def deciders(self, where: np.ndarray | None = None) -> list[int]:
+        """The plugin indices that decided some node (of those `where` marks), ascending (a count per plugin:
+        far cheaper than `np.unique` over every node)."""
+        decided = self.plugin if where is None else self.plugin[where]
+        return np.flatnonzero(np.bincount(decided + 1, minlength=len(self.plugins) + 1)[1:]).tolist()
+
     def reasons(self, i: int) -> list[str]:
         p = int(self.plugin[i])
         return [] if p < 0 else self.results[self.plugins[p]].reasons_of(i)
@@ -248,9 +254,7 @@ def count_reasons(outcome: FilterOutcome) -> Counter[str]:
     counted per deciding plugin with its masks, not node by node)."""
     counts: Counter[str] = Counter()
     failed = outcome.code != 0
-    for k in np.unique(outcome.plugin[failed]).tolist():
-        if k < 0:
-            continue
+    for k in outcome.deciders(failed):
         decided = failed & (outcome.plugin == k)
         for text, mask in outcome.results[outcome.plugins[k]].reasons:
             c = int(np.count_nonzero(decided & mask))

@@ -236,6 +236,14 @@ class ClusterState:
                 self.with_required_anti.add(pod.idx)
             self._count_group(self.affinity_groups[self._affinity_group(pod)], node, +1)
 
+    def terms_group(self, pod: PodInfo) -> int | None:
+        """The group of pods with the same compiled pod (anti-)affinity terms as `pod` (`affinity_group_key`): -1
+        for a pod without such terms, None for one with terms that was never placed in this state."""
+        aff = pod.pod.spec.affinity
+        if aff is None or not (aff.pod_affinity or aff.pod_anti_affinity):
+            return -1
+        return self._affinity_group_of.get(pod.idx)
+
     def _affinity_group(self, pod: PodInfo) -> int:
         g = self._affinity_group_of.get(pod.idx)
         if g is None:

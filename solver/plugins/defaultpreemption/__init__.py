@@ -178,7 +178,7 @@ class _Fits:
         order = [p.name for p in self.profile.at("filter")]
         self._decider = np.full(self.handle.n_nodes, -1, dtype=np.int64)
         self._decider[outcome.nodes] = outcome.plugin
-        for k in np.unique(outcome.plugin[outcome.plugin >= 0]).tolist():
+        for k in outcome.deciders():
             name = outcome.plugins[k]
             before = order[: order.index(name)] if name in order else []
             self._passed[k] = frozenset(n for n in before if n in self.independent)

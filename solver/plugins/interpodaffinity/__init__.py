@@ -64,10 +64,11 @@ class _FilterState:
     required affinity terms, (anti) matches of its anti-affinity terms, (existing) bound pods whose required
     anti-affinity terms match the pod."""
 
-    __slots__ = ("affinity", "affinity_terms", "anti", "anti_keys", "anti_terms", "existing", "self_match")
+    __slots__ = ("affinity", "affinity_terms", "anti", "anti_keys", "anti_terms", "existing", "reads",
+                 "self_match")
 
     def __init__(self, affinity_terms, affinity: DomainCounts, self_match: bool, anti_terms, anti: DomainCounts,
-                 existing: DomainCounts) -> None:
+                 existing: DomainCounts, reads: dict | None = None) -> None:
         self.affinity_terms = affinity_terms
         self.affinity = affinity
         self.self_match = self_match
@@ -75,6 +76,8 @@ class _FilterState:
         self.anti_keys = list(dict.fromkeys(t.topology_key for t in anti_terms))
         self.anti = anti
         self.existing = existing
+        self.reads: dict[tuple[int, int], bool] = {} if reads is None else reads  # `filter_reads`' answers (the
+        # terms' alone: clones share them)
 
     @property
     def first_pod_ok(self) -> bool:
@@ -85,7 +88,7 @@ class _FilterState:
     def clone(self) -> _FilterState:
         return _FilterState(self.affinity_terms, {k: v.copy() for k, v in self.affinity.items()}, self.self_match,
                             self.anti_terms, {k: v.copy() for k, v in self.anti.items()},
-                            {k: v.copy() for k, v in self.existing.items()})
+                            {k: v.copy() for k, v in self.existing.items()}, self.reads)
 
 
 def _bump(index, counts: DomainCounts, key: str, node: int, delta: int) -> None:
@@ -162,11 +165,20 @@ class InterPodAffinity(Plugin):
         s: _FilterState | None = cycle.get(_PRE_FILTER)
         if s is None:
             return False
-        index = state.index
-        ns_labels = ns_labels_of(index, pod.namespace)
-        return (any(t.matches(pod.namespace, pod.labels, ns_labels) for t in pod_terms(index, other).required_anti)
-                or (bool(s.affinity_terms) and matches_all(index, s.affinity_terms, other))
-                or any(matches_all(index, (t,), other) for t in s.anti_terms))
+        # The answer depends on `other` only through its namespace and labels (its signature) and its terms (its
+        # terms group): kept per pair for the cycle, as preemption asks it of every lower-priority pod.
+        group = state.terms_group(other)
+        key = None if group is None else (int(state.sig_of_pod[other.idx]), group)
+        hit = s.reads.get(key) if key is not None else None
+        if hit is None:
+            index = state.index
+            ns_labels = ns_labels_of(index, pod.namespace)
+            hit = (any(t.matches(pod.namespace, pod.labels, ns_labels) for t in pod_terms(index, other).required_anti)
+                   or (bool(s.affinity_terms) and matches_all(index, s.affinity_terms, other))
+                   or any(matches_all(index, (t,), other) for t in s.anti_terms))
+            if key is not None:
+                s.reads[key] = hit
+        return hit
 
     def filter(self, state: ClusterState, pod: PodInfo, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         s: _FilterState | None = cycle.get(_PRE_FILTER)
