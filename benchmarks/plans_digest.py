@@ -38,12 +38,14 @@ GENERATED = [  # (name, workload, nodes, pods, seed, params)
     ("fragmented-moves", "fragmented-moves", 16, None, 0, []),
     *[(f"corners-{s}", "corners", None, None, s, []) for s in range(4)],
 ]
+# CP-SAT with no wall-clock deadline: on a loaded machine one would cut the search and give another plan
 SCHEDULE = {
     "greedy": ["schedule", "--engine", "greedy"],
-    "cpsat": ["schedule", "--engine", "cpsat", "--time-limit", "4", "--seed", "0"],
+    "cpsat": ["schedule", "--engine", "cpsat", "--time-limit", "4", "--deadline", "0", "--seed", "0"],
 }
 EXTRA = {  # more commands on the states where they decide something
-    "fragmented-moves": {"cpsat-moves": ["schedule", "--engine", "cpsat", "--time-limit", "4", "--allow-moves", "8"],
+    "fragmented-moves": {"cpsat-moves": ["schedule", "--engine", "cpsat", "--time-limit", "4", "--deadline", "0",
+                                         "--allow-moves", "8"],
                          "admit": ["rebalance", "--goal", "admit", "--time-limit", "4"]},
     "rebalance-demo": {g: ["rebalance", "--goal", g, "--time-limit", "4"] for g in ("pack", "balance", "all")},
     "dcm": {"pack": ["rebalance", "--goal", "pack", "--time-limit", "4"]},
