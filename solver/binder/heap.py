@@ -2,8 +2,8 @@
 
 CP-SAT's search threads allocate from glibc arenas of their own, and the pages a window's model freed stay in those
 arenas: without a trim, the resident size of `kplace run` or the extender creeps up window after window while the
-memory in use stays flat. glibc's `malloc_trim(0)` returns them (a fraction of a millisecond); elsewhere (musl,
-macOS, Windows) there is nothing to trim.
+memory in use stays flat. glibc's `malloc_trim(0)` returns them; elsewhere (musl, macOS, Windows) there is nothing
+to trim.
 """
 
 from __future__ import annotations

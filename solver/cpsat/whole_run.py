@@ -69,6 +69,10 @@ class GreedyRun:
     def ready(self) -> bool:
         return self._result is not None
 
+    def ended(self) -> bool:
+        """The run has ended (without waiting for it, nor running it here)."""
+        return (self.forked or self.ready) and self.result(timeout=0) is not None
+
     def places_every_pod(self) -> bool:
         """The run has ended (without waiting for it) and places every pod, evicting none: no plan does better on
         pods placed."""
@@ -183,10 +187,13 @@ def measured_against_greedy(passes: GreedyPasses, plan: Plan, pods: list[PodInfo
 
 def rest_left_to_greedy(plan: Plan, whole: tuple[Plan, ScoreMeasure | None], pods: list[PodInfo], left: int
                         ) -> Plan:
-    """The deadline passed with `left` windows undecided, and one greedy run over every pod (`whole`) places them
-    all: its plan, since the windows could at best tie on pods placed and there is no time to compare more."""
+    """The deadline passed with `left` windows undecided, and one greedy run over every pod (`whole`) has ended
+    and either places them all (the windows could at best tie on pods placed) or no window decided so far did
+    better than greedy: its plan, as there is no time to compare more."""
+    why = ("places every one of them" if not whole[0].evictions and all(p.node for p in whole[0].placements)
+           else "has ended, and no window decided so far did better than greedy")
     return _greedy_instead(plan, whole[0], {p.key for p in pods}, f"the deadline passed with {left} window(s) left "
-                           "and one greedy run over all the pods places every one of them; the greedy plan is used")
+                           f"and one greedy run over all the pods {why}; the greedy plan is used")
 
 
 def _pass_instead(plan: Plan, keys: set[str], placements: list[Placement]) -> Plan:

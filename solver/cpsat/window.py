@@ -18,8 +18,9 @@ Per window (earlier windows' placements are fixed for later ones):
 A run of several windows is then held to one greedy run over all its pods (`whole_run`).
 Deadline (`CpsatOptions.deadline`, wall seconds for the whole decision): once it passes, no further search runs
 (a search under way stops there, `clock`), the window under way takes its greedy passes' best plan, every later
-window greedy's plan on the state earlier windows left (status FALLBACK, `"deadline": true`), and the whole-run
-comparison is skipped when one greedy run over every pod would not end in time; the plan's `deadline` field and a
+window greedy's plan on the state earlier windows left (status FALLBACK, `"deadline": true`) unless one greedy
+run over every pod has ended and placed them all or no window beat greedy (its plan is then used), and the
+whole-run comparison is skipped when that run would not end in time; the plan's `deadline` field and a
 warning say so. Every plan so chosen is one the window verification accepts (greedy's at worst), and a run the
 deadline never reaches is the deterministic one.
 Deterministic mode (the default): interleaved search and a deterministic time limit, so the same seed and
@@ -148,10 +149,14 @@ class CpsatScheduler:
     def _windows(self, plan: Plan, windows: list[list[PodInfo]], names: list[str], started: float,
                  whole: GreedyRun | None) -> int:
         """Every window decided in turn into `plan` (the run began at `started`), the state moving on with each;
-        once the deadline has passed and one greedy run over every pod (`whole`) has placed them all, the windows
-        left are not decided (how many is returned)."""
+        once the deadline has passed and one greedy run over every pod (`whole`) has ended and either placed them
+        all or seen no window so far do better than greedy (every one a FALLBACK), the windows left are not
+        decided (how many is returned): the rest of the run would be greedy's passes, and kube's own plan is at
+        hand."""
         for k, wpods in enumerate(windows):
-            if whole is not None and self._clock.past_deadline() and whole.places_every_pod():
+            if (whole is not None and self._clock.past_deadline()
+                    and (whole.places_every_pod()
+                         or (whole.ended() and all(w.get("status") == "FALLBACK" for w in plan.windows)))):
                 plan.windows.extend(_deadline_window(w, "FALLBACK", [], 0.0) for w in windows[k:])
                 return len(windows) - k
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started

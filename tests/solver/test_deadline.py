@@ -180,17 +180,25 @@ def test_windows_left_when_the_deadline_passes_are_not_decided_once_one_greedy_r
     assert verify_plan(index, plan) == []
 
 
-def test_a_greedy_run_that_arrived_during_the_windows_still_holds_the_plan_to_greedys_pods_placed(monkeypatch):
-    """An overloaded state (greedy leaves pods out): the forked run's plan arrives while the windows left after the
-    deadline are decided, and the run is still compared with it on pods placed."""
+def test_past_the_deadline_with_no_window_better_than_greedy_the_greedy_run_is_the_plan_though_it_leaves_pods_out(
+        monkeypatch):
+    """An overloaded state (greedy leaves pods out): the first window keeps greedy's plan, then the deadline passes;
+    the windows left are not decided (they would be greedy's passes), and the forked run's plan, kube's own, is
+    used."""
     index, jump = _state(4, 60), _jumping_clock_and_a_waited_greedy_run(monkeypatch)
+    decided = []
 
-    def on_window(done, total, placed, decided):
+    def on_window(done, total, placed, decided_pods):
+        decided.append(done)
         jump[0] = 1e6
 
     opts = CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window)
     plan = schedule_cpsat(index, default_config(), opts)
     greedy = schedule_greedy(index, default_config())
     assert not all(p.node for p in greedy.placements)
-    assert plan.deadline["whole_run_check"] == "done"
+    assert decided == [1] and plan.windows[0]["status"] == "FALLBACK"
+    assert plan.deadline["whole_run_check"] == "greedy's run used"
+    assert any("no window decided so far did better than greedy" in w for w in plan.warnings)
+    assert plan.assignment() == greedy.assignment()
     assert not lex_less(_net(index, plan), _net(index, greedy))
+    assert verify_plan(index, plan) == []
