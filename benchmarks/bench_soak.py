@@ -153,10 +153,9 @@ class Watch(threading.Thread):
                             self.gone.add(name)
                     if self.stop.is_set():
                         return
-            except Exception as exc:  # the stream broke: once the cluster is going down, that is the end
-                if self.stop.is_set():
-                    return
-                self.error = f"watch stream: {exc}"
+            except Exception as exc:  # the stream broke: an error unless the cluster is going down
+                if not self.stop.is_set():
+                    self.error = f"watch stream: {exc}"
                 return
             finally:
                 resp.release_conn()

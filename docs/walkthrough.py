@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kplace.solver.cpsat.window import DEADLINE_PASSED
+
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "user-guide.md"
 KPLACE = str(Path(sys.executable).parent / "kplace")
@@ -45,7 +47,6 @@ _BLOCK = re.compile(r"(<!-- output: (?P<name>[a-z-]+) -->\n```text\n)(?P<body>.*
 
 
 ATTEMPTS = 3
-_CUT = "deadline for the decision passed"  # what a plan the deadline cut says (`kplace: warning: ...`)
 
 
 def run_steps() -> dict[str, str]:
@@ -73,7 +74,7 @@ def _run_once() -> tuple[dict[str, str], list[str]]:
             if res.returncode != 0:
                 raise SystemExit(f"walkthrough: `{command}` exited {res.returncode}:\n{res.stderr}")
             text = (res.stdout + res.stderr).rstrip()
-            if _CUT in text:
+            if DEADLINE_PASSED in text:  # the plan's warning (`kplace: warning: ...`)
                 cut.append(name)
             out[name] = "\n".join(line.rstrip() for line in text.splitlines()[:40])
     return out, cut

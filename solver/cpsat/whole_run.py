@@ -76,8 +76,7 @@ class GreedyRun:
     def places_every_pod(self) -> bool:
         """The run has ended (without waiting for it) and places every pod, evicting none: no plan does better on
         pods placed."""
-        got = self.result(timeout=0) if self.forked or self.ready else None
-        return got is not None and not got[0].evictions and all(p.node for p in got[0].placements)
+        return self.ended() and places_all(self.result()[0])
 
     def result(self, timeout: float | None = None) -> tuple[Plan, ScoreMeasure | None] | None:
         """(plan, measure or None); None when the forked run has not ended within `timeout` seconds."""
@@ -185,12 +184,17 @@ def measured_against_greedy(passes: GreedyPasses, plan: Plan, pods: list[PodInfo
                            "higher on the score measure (every pod placed either way); the greedy plan is used")
 
 
+def places_all(plan: Plan) -> bool:
+    """The plan places every pod and evicts none."""
+    return not plan.evictions and all(p.node for p in plan.placements)
+
+
 def rest_left_to_greedy(plan: Plan, whole: tuple[Plan, ScoreMeasure | None], pods: list[PodInfo], left: int
                         ) -> Plan:
     """The deadline passed with `left` windows undecided, and one greedy run over every pod (`whole`) has ended
     and either places them all (the windows could at best tie on pods placed) or no window decided so far did
     better than greedy: its plan, as there is no time to compare more."""
-    why = ("places every one of them" if not whole[0].evictions and all(p.node for p in whole[0].placements)
+    why = ("places every one of them" if places_all(whole[0])
            else "has ended, and no window decided so far did better than greedy")
     return _greedy_instead(plan, whole[0], {p.key for p in pods}, f"the deadline passed with {left} window(s) left "
                            f"and one greedy run over all the pods {why}; the greedy plan is used")

@@ -36,6 +36,12 @@ def pod_pvc_keys(pod: Pod) -> tuple[str, ...]:
     return tuple(out)
 
 
+def has_pod_affinity(pod: PodInfo) -> bool:
+    """The pod carries pod affinity or anti-affinity terms."""
+    aff = pod.pod.spec.affinity
+    return aff is not None and bool(aff.pod_affinity or aff.pod_anti_affinity)
+
+
 def affinity_group_key(pod: PodInfo) -> tuple | None:
     """What a bound pod's pod (anti-)affinity terms mean, independent of which pod carries them.
 
@@ -43,9 +49,9 @@ def affinity_group_key(pod: PodInfo) -> tuple | None:
     defaults to the pod's own, same values of the labels that matchLabelKeys/mismatchLabelKeys read.
     None for pods without pod (anti-)affinity.
     """
-    aff = pod.pod.spec.affinity
-    if aff is None or not (aff.pod_affinity or aff.pod_anti_affinity):
+    if not has_pod_affinity(pod):
         return None
+    aff = pod.pod.spec.affinity
     terms = []
     for pa in (aff.pod_affinity, aff.pod_anti_affinity):
         if pa is not None:
@@ -229,8 +235,7 @@ class ClusterState:
         self.node_version[node] += 1
         if pod.pod.spec.volumes:
             self.pvc_users.update(pod_pvc_keys(pod.pod))
-        aff = pod.pod.spec.affinity
-        if aff is not None and (aff.pod_affinity or aff.pod_anti_affinity):
+        if has_pod_affinity(pod):
             self.with_affinity.add(pod.idx)
             if pod.required_anti_affinity:
                 self.with_required_anti.add(pod.idx)
@@ -239,10 +244,7 @@ class ClusterState:
     def terms_group(self, pod: PodInfo) -> int | None:
         """The group of pods with the same compiled pod (anti-)affinity terms as `pod` (`affinity_group_key`): -1
         for a pod without such terms, None for one with terms that was never placed in this state."""
-        aff = pod.pod.spec.affinity
-        if aff is None or not (aff.pod_affinity or aff.pod_anti_affinity):
-            return -1
-        return self._affinity_group_of.get(pod.idx)
+        return self._affinity_group_of.get(pod.idx) if has_pod_affinity(pod) else -1
 
     def _affinity_group(self, pod: PodInfo) -> int:
         g = self._affinity_group_of.get(pod.idx)

@@ -153,6 +153,20 @@ def test_schedule_reports_the_deadline_in_its_json_and_its_table(tmp_path):
     assert "deadline" not in json.loads(none.stdout)
 
 
+def test_schedule_in_a_machine_format_also_prints_the_deadline_warning_on_stderr(tmp_path):
+    items = [node(f"n{i}", cpu="4") for i in range(4)] + [pod(f"p{i}", cpu="500m") for i in range(12)]
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    runner = CliRunner()
+    for fmt in ("json", "yaml", "name"):
+        cut = runner.invoke(main, ["schedule", str(state), "--window", "4", "--deadline", "0.000001", "-o", fmt])
+        assert cut.exit_code == 0, cut.output
+        assert "kplace: warning: the 1e-06 s deadline for the decision passed" in cut.stderr
+    assert all(line.startswith("pod/") for line in cut.stdout.splitlines())  # -o name: stdout keeps the names only
+    quiet = runner.invoke(main, ["schedule", str(state), "--window", "4", "--deadline", "0", "-o", "json"])
+    assert quiet.stderr == ""
+
+
 def test_a_run_the_deadline_decided_without_a_model_reports_no_bound_and_no_gap():
     from kplace.solver.compare.metrics import solver_metrics
 

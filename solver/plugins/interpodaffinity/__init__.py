@@ -76,8 +76,8 @@ class _FilterState:
         self.anti_keys = list(dict.fromkeys(t.topology_key for t in anti_terms))
         self.anti = anti
         self.existing = existing
-        self.reads: dict[tuple[int, int], bool] = {} if reads is None else reads  # `filter_reads`' answers (the
-        # terms' alone: clones share them)
+        # `filter_reads`' answers per (signature, terms group): they depend on the terms alone, so clones share them
+        self.reads: dict[tuple[int, int], bool] = {} if reads is None else reads
 
     @property
     def first_pod_ok(self) -> bool:
