@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import sys
+import time
 
 from kplace.models.index import ClusterIndex, PodInfo
 from kplace.models.plan import Placement, Plan
@@ -51,11 +52,13 @@ def cut_windows(index: ClusterIndex, pods: list[PodInfo], size: int) -> list[lis
 class GreedyRun:
     """One greedy run over `pods` from the initial state and, when it places every pod and evicts none (default
     objective), its score measure: started at once in a forked process when `parallel` (Linux, two usable cores),
-    else run here when first asked for."""
+    which sends the plan as soon as it has it and the measure after; else run here when first asked for."""
 
     def __init__(self, passes: GreedyPasses, pods: list[PodInfo], parallel: bool) -> None:
         self._passes, self._pods = passes, pods
-        self._result: tuple[Plan, ScoreMeasure | None] | None = None
+        self._plan: Plan | None = None
+        self._measure: ScoreMeasure | None = None
+        self._measured = False
         self._conn = self._proc = None
         self.forked = parallel and sys.platform == "linux" and usable_cores() >= 2
         if self.forked:
@@ -67,34 +70,54 @@ class GreedyRun:
 
     @property
     def ready(self) -> bool:
-        return self._result is not None
+        """The plan and its measure are both here."""
+        return self._measured
 
     def ended(self) -> bool:
-        """The run has ended (without waiting for it, nor running it here)."""
-        return (self.forked or self.ready) and self.result(timeout=0) is not None
+        """The run's plan is here (without waiting for it, nor running it here); its measure may not be."""
+        return (self.forked or self._plan is not None) and self.plan(timeout=0) is not None
 
     def places_every_pod(self) -> bool:
-        """The run has ended (without waiting for it) and places every pod, evicting none: no plan does better on
-        pods placed."""
-        return self.ended() and places_all(self.result()[0])
+        """The run's plan is here (without waiting for it) and places every pod, evicting none: no plan does
+        better on pods placed."""
+        return self.ended() and places_all(self._plan)
+
+    def plan(self, timeout: float | None = None) -> Plan | None:
+        """The run's plan; None when the forked run has not sent it within `timeout` seconds."""
+        if self._plan is None and self._proc is not None:
+            self._receive(timeout)
+        if self._plan is None and self._proc is None:
+            self._plan = self._passes.whole(self._pods)
+        return self._plan
 
     def result(self, timeout: float | None = None) -> tuple[Plan, ScoreMeasure | None] | None:
-        """(plan, measure or None); None when the forked run has not ended within `timeout` seconds."""
-        if self._result is None and self._proc is not None:
-            if not self._conn.poll(timeout):
-                return None
-            try:
-                got = self._conn.recv()
-            except EOFError:
-                got = RuntimeError(f"the greedy run's process ended with exit code {self._proc.exitcode}")
+        """(plan, measure or None); None when the forked run has not sent both within `timeout` seconds."""
+        until = None if timeout is None else time.perf_counter() + timeout
+        if self.plan(timeout) is None:
+            return None
+        if not self._measured and self._proc is not None:
+            self._receive(None if until is None else max(0.0, until - time.perf_counter()))
+        if not self._measured and self._proc is None:
+            self._measure, self._measured = _measure(self._passes, self._plan), True
+        return (self._plan, self._measure) if self._measured else None
+
+    def _receive(self, timeout: float | None) -> None:
+        """The forked run's next message (its plan, then its measure), if it comes within `timeout` seconds; the
+        process is closed once it has sent both, or failed (what is missing is then computed here)."""
+        if not self._conn.poll(timeout):
+            return
+        try:
+            got = self._conn.recv()
+        except EOFError:
+            got = RuntimeError(f"the greedy run's process ended with exit code {self._proc.exitcode}")
+        if isinstance(got, BaseException):
+            log.warning("the forked greedy run failed (%s); running it here", got)
             self.close()
-            if isinstance(got, BaseException):
-                log.warning("the forked greedy run failed (%s); running it here", got)
-            else:
-                self._result = got
-        if self._result is None:
-            self._result = _greedy_and_measure(self._passes, self._pods)
-        return self._result
+        elif self._plan is None:
+            self._plan = got
+        else:
+            self._measure, self._measured = got, True
+            self.close()
 
     def close(self) -> None:
         if self._proc is not None:
@@ -105,17 +128,19 @@ class GreedyRun:
             self._proc = None
 
 
-def _greedy_and_measure(passes: GreedyPasses, pods: list[PodInfo]) -> tuple[Plan, ScoreMeasure | None]:
-    greedy = passes.whole(pods)
-    if passes.opts.objective != "default" or greedy.evictions or any(p.node is None for p in greedy.placements):
-        return greedy, None
-    return greedy, plan_measure(passes.index, passes.config, greedy)
+def _measure(passes: GreedyPasses, greedy: Plan) -> ScoreMeasure | None:
+    """Greedy's score measure, needed when it places every pod and evicts none (default objective), else None."""
+    if passes.opts.objective != "default" or not places_all(greedy):
+        return None
+    return plan_measure(passes.index, passes.config, greedy)
 
 
 def _run_in_child(passes: GreedyPasses, pods: list[PodInfo], conn) -> None:
     try:
-        conn.send(_greedy_and_measure(passes, pods))
-    except BaseException as exc:  # the parent runs it itself
+        greedy = passes.whole(pods)
+        conn.send(greedy)
+        conn.send(_measure(passes, greedy))
+    except BaseException as exc:  # the parent runs what is missing itself
         conn.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
@@ -189,14 +214,13 @@ def places_all(plan: Plan) -> bool:
     return not plan.evictions and all(p.node for p in plan.placements)
 
 
-def rest_left_to_greedy(plan: Plan, whole: tuple[Plan, ScoreMeasure | None], pods: list[PodInfo], left: int
-                        ) -> Plan:
-    """The deadline passed with `left` windows undecided, and one greedy run over every pod (`whole`) has ended
+def rest_left_to_greedy(plan: Plan, greedy: Plan, pods: list[PodInfo], left: int) -> Plan:
+    """The deadline passed with `left` windows undecided, and one greedy run over every pod (`greedy`) has ended
     and either places them all (the windows could at best tie on pods placed) or no window decided so far did
     better than greedy: its plan, as there is no time to compare more."""
-    why = ("places every one of them" if places_all(whole[0])
+    why = ("places every one of them" if places_all(greedy)
            else "has ended, and no window decided so far did better than greedy")
-    return _greedy_instead(plan, whole[0], {p.key for p in pods}, f"the deadline passed with {left} window(s) left "
+    return _greedy_instead(plan, greedy, {p.key for p in pods}, f"the deadline passed with {left} window(s) left "
                            f"and one greedy run over all the pods {why}; the greedy plan is used")
 
 

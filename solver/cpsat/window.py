@@ -122,7 +122,7 @@ class CpsatScheduler:
             whole_check = "not needed"
             if left:
                 whole_check = "greedy's run used"
-                plan = rest_left_to_greedy(plan, whole.result(), pods, left)
+                plan = rest_left_to_greedy(plan, whole.plan(), pods, left)
             elif whole is not None:
                 whole_check, measure, reorder = self._whole_check(whole, plan, pods)
                 if whole_check != "skipped":

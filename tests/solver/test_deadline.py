@@ -4,8 +4,10 @@ take greedy's plan; the plan is verified, places at least what greedy places per
 from __future__ import annotations
 
 import json
+import os
 import time
 
+import pytest
 from click.testing import CliRunner
 from kplace.models.index import ClusterIndex
 from kplace.solver.cli import main
@@ -80,8 +82,9 @@ def _jumping_clock_and_a_waited_greedy_run(monkeypatch) -> list[float]:
     jump = [0.0]
     real = time.perf_counter
     monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
-    real_result = whole_run.GreedyRun.result
-    monkeypatch.setattr(whole_run.GreedyRun, "result", lambda self, timeout=None: real_result(self, None))
+    for name in ("plan", "result"):
+        real_call = getattr(whole_run.GreedyRun, name)
+        monkeypatch.setattr(whole_run.GreedyRun, name, lambda self, timeout=None, call=real_call: call(self, None))
     return jump
 
 
@@ -215,4 +218,35 @@ def test_past_the_deadline_with_no_window_better_than_greedy_the_greedy_run_is_t
     assert any("no window decided so far did better than greedy" in w for w in plan.warnings)
     assert plan.assignment() == greedy.assignment()
     assert not lex_less(_net(index, plan), _net(index, greedy))
+    assert verify_plan(index, plan) == []
+
+
+def test_past_the_deadline_the_forked_greedy_runs_plan_ends_the_windows_before_its_score_measure_arrives(monkeypatch):
+    """The forked run sends its plan as soon as it has it: a score measure that never comes (here one that sleeps
+    in the child) does not keep the windows left from giving way to that plan."""
+    from kplace.solver.cpsat import whole_run
+    from kplace.solver.executors import usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("the greedy run is forked only with two usable cores")
+    index = _state(12, 30)
+    jump, parent, real_measure = [0.0], os.getpid(), whole_run._measure
+    real_clock, real_plan = time.perf_counter, whole_run.GreedyRun.plan
+    monkeypatch.setattr(time, "perf_counter", lambda: real_clock() + jump[0])
+    monkeypatch.setattr(whole_run.GreedyRun, "plan", lambda self, timeout=None: real_plan(self, None))
+    monkeypatch.setattr(whole_run, "_measure", lambda passes, greedy: (
+        time.sleep(600) if os.getpid() != parent else None, real_measure(passes, greedy))[1])
+    decided = []
+
+    def on_window(done, total, placed, decided_pods):
+        decided.append(done)
+        jump[0] = 1e6
+
+    started = real_clock()
+    opts = CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window, executor="auto")
+    plan = schedule_cpsat(index, default_config(), opts)
+    assert real_clock() - started < 120
+    assert decided == [1]
+    assert plan.deadline["whole_run_check"] == "greedy's run used"
+    assert plan.assignment() == schedule_greedy(index, default_config()).assignment()
     assert verify_plan(index, plan) == []
