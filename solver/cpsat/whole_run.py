@@ -77,11 +77,6 @@ class GreedyRun:
         """The run's plan is here (without waiting for it, nor running it here); its measure may not be."""
         return (self.forked or self._plan is not None) and self.plan(timeout=0) is not None
 
-    def places_every_pod(self) -> bool:
-        """The run's plan is here (without waiting for it) and places every pod, evicting none: no plan does
-        better on pods placed."""
-        return self.ended() and places_all(self._plan)
-
     def plan(self, timeout: float | None = None) -> Plan | None:
         """The run's plan; None when the forked run has not sent it within `timeout` seconds."""
         if self._plan is None and self._proc is not None:
@@ -215,13 +210,10 @@ def places_all(plan: Plan) -> bool:
 
 
 def rest_left_to_greedy(plan: Plan, greedy: Plan, pods: list[PodInfo], left: int) -> Plan:
-    """The deadline passed with `left` windows undecided, and one greedy run over every pod (`greedy`) has ended
-    and either places them all (the windows could at best tie on pods placed) or no window decided so far did
-    better than greedy: its plan, as there is no time to compare more."""
-    why = ("places every one of them" if places_all(greedy)
-           else "has ended, and no window decided so far did better than greedy")
+    """The deadline passed with `left` windows undecided, and one greedy run over every pod (`greedy`) has ended:
+    its plan, the one whole plan there is in time (the windows decided so far are not)."""
     return _greedy_instead(plan, greedy, {p.key for p in pods}, f"the deadline passed with {left} window(s) left "
-                           f"and one greedy run over all the pods {why}; the greedy plan is used")
+                           "and one greedy run over all the pods had ended; the greedy plan is used")
 
 
 def _pass_instead(plan: Plan, keys: set[str], placements: list[Placement]) -> Plan:

@@ -63,13 +63,6 @@ Decided = tuple[str, list[Placement], list]  # status, placements, (victim, node
 DEADLINE_PASSED = "deadline for the decision passed"  # the words of the warning a plan the deadline reached carries
 
 
-def _greedy_holds_the_rest(whole: GreedyRun, plan: Plan) -> bool:
-    """Past the deadline: the windows left need not be decided, as one greedy run over every pod has ended and
-    either places them all or no window so far did better than greedy (every one a FALLBACK), so the rest of the
-    run would be greedy's passes and kube's own plan is at hand."""
-    return whole.places_every_pod() or (whole.ended() and all(w.get("status") == "FALLBACK" for w in plan.windows))
-
-
 class CpsatScheduler:
     """`run` schedules the pending pods window by window; `solve_window` decides one window on `state`, the state
     earlier windows left, and moves `state` on to the state its plan leaves."""
@@ -159,10 +152,11 @@ class CpsatScheduler:
     def _windows(self, plan: Plan, windows: list[list[PodInfo]], names: list[str], started: float,
                  whole: GreedyRun | None) -> int:
         """Every window decided in turn into `plan` (the run began at `started`), the state moving on with each;
-        once the deadline has passed and `whole` holds the rest (`_greedy_holds_the_rest`), the windows left are
-        not decided (how many is returned)."""
+        once the deadline has passed and the plan of `whole`, one greedy run over every pod, is at hand, the windows
+        left are not decided (how many is returned): the deadline is for the whole decision, and that plan is the
+        best whole plan there is."""
         for k, wpods in enumerate(windows):
-            if whole is not None and self._clock.past_deadline() and _greedy_holds_the_rest(whole, plan):
+            if whole is not None and self._clock.past_deadline() and whole.ended():
                 plan.windows.extend(_deadline_window(w, "FALLBACK", [], 0.0) for w in windows[k:])
                 return len(windows) - k
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
