@@ -214,22 +214,25 @@ class ClusterIndex:
         return {}  # pod idx → `pdbs_of`, filled as asked
 
     @cached_property
-    def _pdbs_by_namespace(self) -> dict[str, list[int]]:
-        """Namespace → its PDBs with a non-empty selector (indices into `snapshot.pdbs`), ascending."""
-        out: dict[str, list[int]] = {}
+    def _pdbs_by_anchor(self) -> dict[tuple[str, tuple[str, str] | None], list[int]]:
+        """(namespace, a label pair every pod the selector selects carries, or None) → the PDBs with a non-empty
+        selector there (indices into `snapshot.pdbs`)."""
+        out: dict[tuple[str, tuple[str, str] | None], list[int]] = {}
         for i, c in enumerate(self._pdb_selectors):
             if c is not None:
-                out.setdefault(c[0], []).append(i)
+                out.setdefault((c[0], c[1].anchor), []).append(i)
         return out
 
     def pdbs_of(self, pod: PodInfo) -> list[int]:
-        """The PDBs (indices into `snapshot.pdbs`) in the pod's namespace whose non-empty selector matches it
-        (computed once per pod: its labels and the PDBs do not change)."""
+        """The PDBs (indices into `snapshot.pdbs`, ascending) in the pod's namespace whose non-empty selector
+        matches it, looked for among those whose anchor pair the pod carries (computed once per pod: its labels
+        and the PDBs do not change)."""
         hit = self._pdbs_of.get(pod.idx)
         if hit is None:
-            sels = self._pdb_selectors
-            hit = self._pdbs_of[pod.idx] = [i for i in self._pdbs_by_namespace.get(pod.namespace, ())
-                                            if sels[i][1].matches(pod.labels)]
+            sels, by = self._pdb_selectors, self._pdbs_by_anchor
+            ns = pod.namespace
+            candidates = [*by.get((ns, None), ()), *(i for pair in pod.labels.items() for i in by.get((ns, pair), ()))]
+            hit = self._pdbs_of[pod.idx] = sorted(i for i in set(candidates) if sels[i][1].matches(pod.labels))
         return hit
 
     # --- nodes ------------------------------------------------------------------------------------

@@ -434,9 +434,9 @@ def freeze_heap() -> None:
 @MOVES_OPT
 @click.option("--deadline", type=click.FloatRange(min=0), default=None,
               help="Wall-clock seconds for the whole CP-SAT decision (greedy passes, models, searches, fallbacks; "
-                   "loading not included). Once passed, the windows left take greedy's plan (one greedy run over every pod "
-                   "once it has ended) and the output says so; "
-                   "a run that ends before it is the deterministic one. Default: --time-limit; 0: no deadline.")
+                   "loading not included). Once passed, the windows left take greedy's plan (one greedy run over "
+                   "every pod once it has ended) and the output says so; a run that ends before it is the "
+                   "deterministic one. Default: --time-limit; 0: no deadline.")
 def schedule(state, engine, window, time_limit, workers, objective, deterministic, executor, ray_address, config_path,
              tie_break, seed, output, out_file, bind, manifest_format, quiet, fail_on_unplaced, kubeconfig, context,
              dry_run, allow_pdb_violations, allow_moves, deadline):

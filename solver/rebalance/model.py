@@ -65,7 +65,7 @@ class RebalanceOptions:
     on_progress: Any = None  # called with the neighbourhood search's progress after each round
     executor: str = "auto"  # where a round's neighbourhoods are solved (`solver.executors`)
     ray_address: str | None = None
-    # wall-clock seconds from the start of the plan after which no search runs (None: none); a search running
+    # wall-clock seconds from the start of the search after which no search runs (None: none); a search running
     # then is stopped with its best answer so far, and the plan says so (it is then not the deterministic one)
     deadline: float | None = None
 

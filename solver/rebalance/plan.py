@@ -47,9 +47,6 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
                          f"is for {', '.join(LNS_GOALS)}; --neighbourhood-size 0 asks for the global model",
                          field="--goal")
     started = time.perf_counter()
-    clock = SearchClock(opts.deterministic, opts.workers, opts.seed,
-                        deadline=None if opts.deadline is None else started + opts.deadline)
-    budget = Budget(opts.time_limit, clock)
     checker = StateChecker(index)
     start = {pi.key: int(pi.node) for pi in index.pods if pi.node >= 0}
     before_v = checker.violations(start)
@@ -70,6 +67,10 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     if size and pending and opts.place_pending:
         warnings.append(f"{len(pending)} pending pod(s) are not placed by the neighbourhood search "
                         f"(`kplace schedule` places them)")
+    # the search's time limit and deadline count from here: the checks before and the waves after are not in them
+    clock = SearchClock(opts.deterministic, opts.workers, opts.seed,
+                        deadline=None if opts.deadline is None else time.perf_counter() + opts.deadline)
+    budget = Budget(opts.time_limit, clock)
     try:
         target, more = checked_target(index, checker, start, tolerated, pinned, solve_with)
     finally:

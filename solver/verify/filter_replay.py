@@ -19,11 +19,12 @@ class FilterReplay:
     """
 
     def __init__(self, index: ClusterIndex, running: bool = False) -> None:
-        self._replay = Replay(index, ignore_cordons=running)
+        self._replay = Replay(index, running=running)
         self._running = running
 
     def compile(self, pod: Pod) -> CompiledPod:
-        if self._running and pod.spec.node_name:
+        if self._running and pod.spec.node_name and any(v.ephemeral is not None for v in pod.spec.volumes):
+            # its generic ephemeral volumes' claims are read as a pending pod's would be (`volumes`)
             pod = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": ""})})
         return compile_pod(pod)
 

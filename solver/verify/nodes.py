@@ -17,17 +17,17 @@ UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSc
 
 
 class Nodes:
-    """Node `n` of the index: its object, name, labels and canonical allocatable. `ignore_cordons` judges pods
-    already running, which a cordon does not evict."""
+    """Node `n` of the index: its object, name, labels and canonical allocatable. `running` judges pods already
+    running, which a cordon does not evict and whose `spec.nodeName` (the node that bound them) does not count."""
 
-    def __init__(self, index: ClusterIndex, ignore_cordons: bool = False) -> None:
+    def __init__(self, index: ClusterIndex, running: bool = False) -> None:
         self.nodes: list[Node] = list(index.nodes)
         self.id = {n.metadata.name: i for i, n in enumerate(self.nodes)}
         self.names = [n.metadata.name for n in self.nodes]
         self.labels = [n.metadata.labels for n in self.nodes]
         self.ns_labels = index.namespace_labels
         self.alloc = [{r: canonical(r, q) for r, q in n.allocatable.items()} for n in self.nodes]
-        self.ignore_cordons = ignore_cordons
+        self.running = running
         self.eligible_cache: dict[tuple, list[bool]] = {}
 
     def __len__(self) -> int:
@@ -57,10 +57,10 @@ class Nodes:
         spec, node = pod.spec, self.nodes[n]
         if spec.scheduling_gates:
             return "SchedulingGates", "the pod has scheduling gates, so it is not schedulable"
-        cordoned = node.spec.unschedulable and not self.ignore_cordons
+        cordoned = node.spec.unschedulable and not self.running
         if cordoned and not tolerated_by_any(spec.tolerations, UNSCHEDULABLE_TAINT):
             return "NodeUnschedulable", "node(s) were unschedulable"
-        if spec.node_name and spec.node_name != node.metadata.name:
+        if spec.node_name and not self.running and spec.node_name != node.metadata.name:
             return "NodeName", f"the pod's spec.nodeName is {spec.node_name!r}"
         taint = self.untolerated_taint(pod, n)
         if taint is not None:

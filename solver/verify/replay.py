@@ -27,10 +27,11 @@ Failure = tuple[str, str]  # (rule, message)
 
 
 class Replay:
-    """The state the filters judge against: the nodes (fixed) and what the bound pods use and count."""
+    """The state the filters judge against: the nodes (fixed) and what the bound pods use and count. `running`:
+    the pods judged are running ones (`Nodes`)."""
 
-    def __init__(self, index: ClusterIndex, ignore_cordons: bool = False) -> None:
-        self.nodes = Nodes(index, ignore_cordons)
+    def __init__(self, index: ClusterIndex, running: bool = False) -> None:
+        self.nodes = Nodes(index, running)
         self.counts = Counts(self.nodes.labels)
         self.interpod = InterPodAffinity(self.nodes, self.counts)
         self.volumes = Volumes(index, self.nodes.labels, self.nodes.names)

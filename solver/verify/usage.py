@@ -25,8 +25,13 @@ class NodeUsage:
             self.on_node[n][p.key] = p
         else:
             del self.on_node[n][p.key]
-        self.used[n].update({r: sign * v for r, v in p.requests.items()})
-        self.ports[n].update({t: sign for t in p.ports})
+        used = self.used[n]
+        for r, v in p.requests.items():
+            used[r] += sign * v
+        if p.ports:
+            ports = self.ports[n]
+            for t in p.ports:
+                ports[t] += sign
 
     def fails(self, p: CompiledPod, n: int, alloc: dict[str, int]) -> tuple[str, str] | None:
         """NodePorts, then NodeResourcesFit, for `p` on node `n` (allocatable `alloc`)."""
