@@ -25,7 +25,7 @@ from common import write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 KPLACE = str(Path(sys.executable).parent / "kplace")
-VARYING = {"seconds", "wall_seconds", "solve_seconds", "load_seconds", "peak_rss_mb", "rss_mb", "memory"}
+VARYING = {"seconds", "wall_seconds", "solve_seconds", "load_seconds", "peak_rss_mb", "rss_mb", "memory", "timings"}
 
 SHIPPED = ["demo-cluster", "affinity-small", "perf-basic-small", "volumes-small", "rebalance-demo"]
 GENERATED = [  # (name, workload, nodes, pods, seed, params)

@@ -199,6 +199,7 @@ def solve_lns(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts
     moves_left = opts.max_moves
     per_ns: dict[str, int] = defaultdict(int)
     clock = budget.clock
+    began, timeline = time.perf_counter(), []
     while budget.left() > 0.05 and not clock.past_deadline():
         nbs = search.round()
         if not nbs:
@@ -235,14 +236,17 @@ def solve_lns(index: ClusterIndex, config: SchedulerConfig, policy: Policy, opts
             if moves_left is not None:
                 moves_left -= len(out.moves)
             search.apply(out)
+        moved = sum(1 for k in final if final[k] != origin[k])
+        timeline.append({"seconds": round(time.perf_counter() - began, 2), "goal": (target.goal_before or 0) - gained,
+                         "moves": moved})
         if progress is not None:
             progress({"round": rounds, "neighbourhoods": solved, "improved": improved, "goal_gained": gained,
-                      "moves": sum(1 for k in final if final[k] != origin[k])})
+                      "moves": moved})
     target.moves = [(k, origin[k], final[k]) for k in sorted(final) if final[k] != origin[k]]
     target.goal_after = (target.goal_before or 0) - gained
     target.stages = [{"stage": f"{opts.goal} goal (neighbourhood search)", "status": "FEASIBLE",
                       "objective": target.goal_after, "neighbourhoods": solved, "improved": improved,
-                      "rounds": rounds, "neighbourhood_nodes": search.size}]
+                      "rounds": rounds, "neighbourhood_nodes": search.size, "progress": timeline}]
     if clock.past_deadline() or clock.cuts:
         target.stages[0]["deadline"] = True  # the wall-clock deadline ended the search, not the budget
     if not target.moves:

@@ -68,6 +68,7 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
         warnings.append(f"{len(pending)} pending pod(s) are not placed by the neighbourhood search "
                         f"(`kplace schedule` places them)")
     # the search's time limit and deadline count from here: the checks before and the waves after are not in them
+    searching = time.perf_counter()
     clock = SearchClock(opts.deterministic, opts.workers, opts.seed,
                         deadline=None if opts.deadline is None else time.perf_counter() + opts.deadline)
     budget = Budget(opts.time_limit, clock)
@@ -77,6 +78,7 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
         if chooser is not None:
             chooser.close()
     warnings += more
+    searched = time.perf_counter()
     if clock.cuts or any(st.get("deadline") for st in target.stages):
         warnings.append(f"the {opts.deadline:g} s deadline passed during the search: the plan has the best moves "
                         "found by then; it is not the deterministic one (rerun with a longer --deadline for it)")
@@ -104,6 +106,8 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
                     "max_moves_per_namespace": opts.max_moves_per_namespace, "min_gain": opts.min_gain},
         "warnings": warnings,
         "seconds": round(time.perf_counter() - started, 3),
+        "timings": {"checks_before": round(searching - started, 3), "search": round(searched - searching, 3),
+                    "waves_after": round(time.perf_counter() - searched, 3)},
     }
 
 
