@@ -55,6 +55,9 @@ class Plan:
     # The wall-clock deadline's report when it passed during the decision (CP-SAT): its seconds, the windows the
     # deadline fallback decided (greedy's plan) and those whose search it cut short. None: it never passed.
     deadline: dict[str, Any] | None = None
+    # The verifier's violations of exactly this plan when they were found beside the decision (the forked greedy
+    # run verifies its own plan, which the decision may commit as it is); None: not verified yet. Not output.
+    verified: list[Any] | None = None
 
     def assignment(self) -> dict[str, str]:
         return {p.pod: p.node for p in self.placements if p.node is not None}

@@ -221,7 +221,9 @@ class GreedyScheduler:
         start = self.next_start % n
         walk = np.concatenate([nodes[start:], nodes[:start]]) if start else nodes
         # Filter results are per node and independent of the batch, so the chunking only affects speed: the
-        # first chunk is exactly `want` + 1 (enough when every node fits), later ones sized by the feasible share.
+        # first chunk is exactly `want` + 1 (enough when every node fits), later ones sized by the feasible share
+        # so far, a quarter more (a bigger margin filters nodes that are never needed, a smaller one takes more
+        # chunks; 256 nodes at least).
         chunk = want + 1
         feasible_parts, outcomes, done, found, stopped = [], [], 0, 0, False
         while done < n and not stopped:
@@ -240,7 +242,7 @@ class GreedyScheduler:
             done += processed_here
             if not stopped:
                 need = want + 1 - found
-                chunk = max(256, 2 * need * done // found if found else 4 * chunk)
+                chunk = max(256, 5 * need * done // (4 * found) if found else 4 * chunk)
         feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
         merged = _merge_outcomes(outcomes) if self.tracer is not None or not len(feasible) else None
         if self.tracer is not None:

@@ -60,7 +60,8 @@ def decide(index: ClusterIndex, config: SchedulerConfig, engine: str = "cpsat", 
                            "without moves")
                 log.error(message)
                 plan.warnings.append(message)
-        violations = verify_plan(index, plan, allow)
+        # the forked greedy run's verdict on this very plan when the decision committed its plan as it is
+        violations = plan.verified if plan.verified is not None else verify_plan(index, plan, allow)
         if not violations:
             return plan
         message = f"bug: the verifier rejected the CP-SAT plan ({_summary(violations)}); using the greedy plan"

@@ -21,6 +21,7 @@ from kplace.models.plan import Placement, Plan
 from ..executors import usable_cores
 from ..framework.state import ClusterState
 from ..measure import ScoreMeasure, plan_measure
+from ..verify import verify_plan
 from .assemble import Reasons, attempted
 from .baselines import GreedyPasses
 from .ranking import Vector, lex_less, net_vectors
@@ -52,11 +53,16 @@ def cut_windows(index: ClusterIndex, pods: list[PodInfo], size: int) -> list[lis
 class GreedyRun:
     """One greedy run over `pods` from the initial state and, when it places every pod and evicts none (default
     objective), its score measure: started at once in a forked process when `parallel` (Linux, two usable cores),
-    which sends the plan as soon as it has it and the measure after; else run here when first asked for."""
+    which sends the plan as soon as it has it, then the verifier's violations of the plan the decision would
+    commit with it (`committed`: `kept`, the placements of the pods outside `pods`, then greedy's), then the
+    measure; else run here when first asked for (and not verified here: the caller verifies what it commits)."""
 
-    def __init__(self, passes: GreedyPasses, pods: list[PodInfo], parallel: bool) -> None:
-        self._passes, self._pods = passes, pods
+    def __init__(self, passes: GreedyPasses, pods: list[PodInfo], parallel: bool,
+                 kept: list[Placement] = ()) -> None:
+        self._passes, self._pods, self._kept = passes, pods, list(kept)
         self._plan: Plan | None = None
+        self._verdict: list | None = None
+        self._verified: tuple | None = None  # what the verdict is of (`_as_verified`)
         self._measure: ScoreMeasure | None = None
         self._measured = False
         self._conn = self._proc = None
@@ -64,7 +70,7 @@ class GreedyRun:
         if self.forked:
             ctx = multiprocessing.get_context("fork")  # the index is shared copy-on-write, not pickled
             self._conn, child = ctx.Pipe(duplex=False)
-            self._proc = ctx.Process(target=_run_in_child, args=(passes, pods, child), daemon=True)
+            self._proc = ctx.Process(target=_run_in_child, args=(passes, pods, self._kept, child), daemon=True)
             self._proc.start()
             child.close()
 
@@ -85,22 +91,33 @@ class GreedyRun:
             self._plan = self._passes.whole(self._pods)
         return self._plan
 
+    def verdict_for(self, plan: Plan) -> list | None:
+        """The forked run's violations of `plan` when `plan` reads as the one it verifies (its plan committed as it
+        is), waited for (the fork began verifying before this could); else None, and when the fork failed."""
+        if self._verified is None or self._verified != _as_verified(plan):
+            return None
+        if self._verdict is None and self._proc is not None:
+            self._receive(None)
+        return self._verdict
+
     def result(self, timeout: float | None = None) -> tuple[Plan, ScoreMeasure | None] | None:
-        """(plan, measure or None); None when the forked run has not sent both within `timeout` seconds."""
+        """(plan, measure or None); None when the forked run has not sent them within `timeout` seconds."""
         until = None if timeout is None else time.perf_counter() + timeout
         if self.plan(timeout) is None:
             return None
-        if not self._measured and self._proc is not None:
-            self._receive(None if until is None else max(0.0, until - time.perf_counter()))
+        while not self._measured and self._proc is not None:
+            if not self._receive(None if until is None else max(0.0, until - time.perf_counter())):
+                break
         if not self._measured and self._proc is None:
             self._measure, self._measured = _measure(self._passes, self._plan), True
         return (self._plan, self._measure) if self._measured else None
 
-    def _receive(self, timeout: float | None) -> None:
-        """The forked run's next message (its plan, then its measure), if it comes within `timeout` seconds; the
-        process is closed once it has sent both, or failed (what is missing is then computed here)."""
+    def _receive(self, timeout: float | None) -> bool:
+        """The forked run's next message (its plan, its verdict, then its measure), if it comes within `timeout`
+        seconds (whether one came); the process is closed once it has sent them all, or failed (what is missing
+        is then computed here, but for the verdict)."""
         if not self._conn.poll(timeout):
-            return
+            return False
         try:
             got = self._conn.recv()
         except EOFError:
@@ -110,9 +127,13 @@ class GreedyRun:
             self.close()
         elif self._plan is None:
             self._plan = got
+            self._verified = _as_verified(committed(self._kept, got))  # before anything here changes the plan
+        elif self._verdict is None:
+            self._verdict = got
         else:
             self._measure, self._measured = got, True
             self.close()
+        return True
 
     def close(self) -> None:
         if self._proc is not None:
@@ -130,10 +151,25 @@ def _measure(passes: GreedyPasses, greedy: Plan) -> ScoreMeasure | None:
     return plan_measure(passes.index, passes.config, greedy)
 
 
-def _run_in_child(passes: GreedyPasses, pods: list[PodInfo], conn) -> None:
+def committed(kept: list[Placement], greedy: Plan) -> Plan:
+    """The plan a decision commits when it takes greedy's whole run as it is (`_greedy_instead`), as the verifier
+    reads it: the placements kept for the pods outside the run, then greedy's, and greedy's evictions."""
+    return Plan(engine="cpsat", placements=[*kept, *greedy.placements], evictions=greedy.evictions)
+
+
+def _as_verified(plan: Plan) -> tuple:
+    """What the verifier reads of a plan, as values (its objects may change later)."""
+    return (tuple((p.pod, p.node, p.reason, p.priority, p.nominated, tuple(sorted(p.volume_bindings.items())))
+                  for p in plan.placements),
+            tuple((e.pod, e.node, e.preemptor, e.priority, e.pdb_violation) for e in plan.evictions),
+            tuple((m.pod, m.from_node, m.to, m.wave, tuple(m.admits)) for m in plan.moves))
+
+
+def _run_in_child(passes: GreedyPasses, pods: list[PodInfo], kept: list[Placement], conn) -> None:
     try:
         greedy = passes.whole(pods)
         conn.send(greedy)
+        conn.send(verify_plan(passes.index, committed(kept, greedy), passes.opts.allow_pdb_violations))
         conn.send(_measure(passes, greedy))
     except BaseException as exc:  # the parent runs what is missing itself
         conn.send(RuntimeError(f"{type(exc).__name__}: {exc}"))

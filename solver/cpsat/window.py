@@ -108,7 +108,8 @@ class CpsatScheduler:
             self._clock.deadline = started + self.opts.deadline
         whole = None
         if len(windows) > 1:
-            whole = GreedyRun(self._greedy, pods, parallel=self.opts.executor in ("auto", "pool"))
+            whole = GreedyRun(self._greedy, pods, parallel=self.opts.executor in ("auto", "pool"),
+                              kept=plan.placements)
         try:
             left = self._windows(plan, windows, names, started, whole)
             plan.warnings.extend(unimplemented_warnings(pods))
@@ -121,6 +122,8 @@ class CpsatScheduler:
                 if whole_check != "skipped":
                     plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods,
                                                        whole.result(), measure=measure, reorder=reorder)
+            if whole is not None:
+                plan.verified = whole.verdict_for(plan)
         finally:
             if whole is not None:
                 whole.close()

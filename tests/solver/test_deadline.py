@@ -10,6 +10,7 @@ import time
 import pytest
 from click.testing import CliRunner
 from kplace.models.index import ClusterIndex
+from kplace.models.plan import Plan
 from kplace.solver.cli import main
 from kplace.solver.cpsat import CpsatOptions, schedule_cpsat
 from kplace.solver.cpsat.clock import Cut, SearchClock
@@ -254,3 +255,78 @@ def test_past_the_deadline_the_forked_greedy_runs_plan_ends_the_windows_before_i
     assert plan.deadline["whole_run_check"] == "greedy's run used"
     assert plan.assignment() == schedule_greedy(index, default_config()).assignment()
     assert verify_plan(index, plan) == []
+
+
+def _past_the_deadline_after_the_first_window(monkeypatch) -> CpsatOptions:
+    """The clock leaps past the deadline once the first window is decided, the forked run always waited for."""
+    jump = _jumping_clock_and_a_waited_greedy_run(monkeypatch)
+
+    def on_window(done, total, placed, decided_pods):
+        jump[0] = 1e6
+
+    return CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window, executor="auto")
+
+
+def test_greedys_whole_plan_committed_as_it_is_carries_the_forked_runs_verdict_and_is_not_verified_again(
+        monkeypatch):
+    from kplace.solver import schedule
+    from kplace.solver.executors import usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("the greedy run is forked only with two usable cores")
+    index, opts = _state(4, 60), _past_the_deadline_after_the_first_window(monkeypatch)
+    here = []
+    monkeypatch.setattr(schedule, "verify_plan", lambda *a, **k: (here.append(1), verify_plan(*a, **k))[1])
+    plan = schedule.decide(index, default_config(), "cpsat", cpsat_options=opts)
+    assert plan.deadline["whole_run_check"] == "greedy's run used"
+    assert plan.verified == [] and here == []
+    assert verify_plan(index, plan) == []
+    assert "verified" not in plan.to_dict()
+
+
+def test_a_violation_the_forked_run_finds_in_the_plan_it_verified_rejects_the_committed_plan(monkeypatch):
+    """The fork's verifier (here made to object) speaks for the plan committed as greedy's: decide treats it as a
+    rejection (a bug), says so, and falls back to a greedy plan it verifies itself."""
+    from kplace.solver import schedule
+    from kplace.solver.cpsat import whole_run
+    from kplace.solver.executors import usable_cores
+    from kplace.solver.verify import Violation
+
+    if usable_cores() < 2:
+        pytest.skip("the greedy run is forked only with two usable cores")
+    index, opts = _state(4, 60), _past_the_deadline_after_the_first_window(monkeypatch)
+    parent = os.getpid()
+    real_verify = whole_run.verify_plan
+    objection = Violation("default/x", "n00", "test", "the fork objects")
+    monkeypatch.setattr(whole_run, "verify_plan", lambda *a, **k: (
+        [objection] if os.getpid() != parent else real_verify(*a, **k)))
+    plan = schedule.decide(index, default_config(), "cpsat", cpsat_options=opts)
+    assert any("bug: the verifier rejected the CP-SAT plan" in w and "the fork objects" in w for w in plan.warnings)
+    assert plan.verified is None and verify_plan(index, plan) == []
+
+
+def test_the_forked_runs_verdict_is_only_for_the_plan_it_verified():
+    import dataclasses
+
+    from kplace.models.plan import Placement
+    from kplace.solver.cpsat.baselines import GreedyPasses
+    from kplace.solver.cpsat.whole_run import GreedyRun, committed
+    from kplace.solver.executors import usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("the greedy run is forked only with two usable cores")
+    index = _state(12, 30)
+    first, *rest = index.pending  # the first as if gated: kept unplaced, out of the run
+    kept = [Placement(first.key, None, "gated", first.priority)]
+    run = GreedyRun(GreedyPasses(index, default_config(), CpsatOptions()), rest, parallel=True, kept=kept)
+    try:
+        greedy = run.plan(timeout=None)
+        as_committed = committed(kept, greedy)
+        moved = dataclasses.replace(as_committed, placements=[
+            dataclasses.replace(as_committed.placements[1], node="n00" if greedy.placements[0].node != "n00"
+                                else "n01"), *as_committed.placements[2:], as_committed.placements[0]])
+        assert run.verdict_for(moved) is None
+        assert run.verdict_for(Plan("cpsat", placements=greedy.placements, evictions=greedy.evictions)) is None
+        assert run.verdict_for(as_committed) == []
+    finally:
+        run.close()

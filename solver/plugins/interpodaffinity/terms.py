@@ -132,6 +132,8 @@ def matches_all(index: ClusterIndex, terms: tuple[AffinityTerm, ...], pod: PodIn
 
 # --- per-domain counts ------------------------------------------------------------------------------
 
+SPARSE_ADD = 512  # below this many nodes to count, `add_at_domains` adds them one by one (np.add.at)
+
 DomainCounts = dict[str, np.ndarray]
 """topologyKey → int64 count per value id of `label_column(topologyKey)`."""
 
@@ -143,15 +145,16 @@ def add_at_domains(
     `per_node` is aligned with `nodes`). Returns whether any pod was counted (kube creates a map entry)."""
     ids, values = index.label_column(key)
     node_ids = ids if nodes is None else ids[nodes]
-    has = (node_ids >= 0) & (per_node != 0)
-    if not has.any():
+    at = np.flatnonzero((node_ids >= 0) & (per_node != 0))
+    if not len(at):
         return False
-    add = np.bincount(node_ids[has], weights=per_node[has], minlength=len(values)).astype(np.int64)
     acc = out.get(key)
     if acc is None:
-        out[key] = add * factor
+        acc = out[key] = np.zeros(len(values), dtype=np.int64)
+    if len(at) < SPARSE_ADD:  # a few nodes (a group's pods) among many values (hostnames): no dense pass
+        np.add.at(acc, node_ids[at], np.asarray(per_node[at], dtype=np.int64) * factor)
     else:
-        acc += add * factor
+        acc += np.bincount(node_ids[at], weights=per_node[at], minlength=len(values)).astype(np.int64) * factor
     return True
 
 
