@@ -246,10 +246,10 @@ def places_all(plan: Plan) -> bool:
 
 
 def rest_left_to_greedy(plan: Plan, greedy: Plan, pods: list[PodInfo], left: int) -> Plan:
-    """The deadline passed with `left` windows undecided, and one greedy run over every pod (`greedy`) has ended:
-    its plan, the one whole plan there is in time (the windows decided so far are not)."""
-    return _greedy_instead(plan, greedy, {p.key for p in pods}, f"the deadline passed with {left} window(s) left "
-                           "and one greedy run over all the pods had ended; the greedy plan is used")
+    """The deadline left no time for the `left` windows undecided, and one greedy run over every pod (`greedy`)
+    has ended: its plan, the one whole plan there is in time (the windows decided so far are not)."""
+    return _greedy_instead(plan, greedy, {p.key for p in pods}, f"the deadline left no time for the {left} "
+                           "window(s) left, and one greedy run over all the pods had ended; the greedy plan is used")
 
 
 def _pass_instead(plan: Plan, keys: set[str], placements: list[Placement]) -> Plan:

@@ -155,11 +155,12 @@ class CpsatScheduler:
     def _windows(self, plan: Plan, windows: list[list[PodInfo]], names: list[str], started: float,
                  whole: GreedyRun | None) -> int:
         """Every window decided in turn into `plan` (the run began at `started`), the state moving on with each;
-        once the deadline has passed and the plan of `whole`, one greedy run over every pod, is at hand, the windows
-        left are not decided (how many is returned): the deadline is for the whole decision, and that plan is the
-        best whole plan there is."""
+        once the deadline has passed, or leaves no time for one more window (`_no_time_for`), and the plan of
+        `whole`, one greedy run over every pod, is at hand, the windows left are not decided (how many is
+        returned): the deadline is for the whole decision, and that plan is the best whole plan there is."""
+        modelled: list[float] = []  # wall seconds of the windows decided with a model
         for k, wpods in enumerate(windows):
-            if whole is not None and self._clock.past_deadline() and whole.ended():
+            if whole is not None and self._no_time_for(modelled) and whole.ended():
                 plan.windows.extend(_deadline_window(w, "FALLBACK", [], 0.0) for w in windows[k:])
                 return len(windows) - k
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
@@ -167,7 +168,9 @@ class CpsatScheduler:
             if self._clock.past_deadline():
                 window, placed, evictions = self.greedy_window(wpods)
             else:
+                began = time.perf_counter()
                 window, placed, evictions = self.solve_window(wpods, max(0.05, remaining / (len(windows) - k)))
+                modelled.append(time.perf_counter() - began)
             self._reasons.fill(self.state, placed)
             plan.windows.append(window)
             plan.placements.extend(placed)
@@ -177,6 +180,14 @@ class CpsatScheduler:
             for victim, node, preemptor, violates in evictions:
                 plan.evictions.append(Eviction(victim.key, names[node], preemptor.key, victim.priority, violates))
         return 0
+
+    def _no_time_for(self, modelled: list[float]) -> bool:
+        """The deadline has passed, or would before one more window is decided: it is nearer than the longest of
+        the last three windows decided with a model took (building a model is not cut short)."""
+        deadline = self._clock.deadline
+        if deadline is None:
+            return False
+        return time.perf_counter() + max(modelled[-3:], default=0.0) >= deadline
 
     def _report_deadline(self, plan: Plan, whole_check: str) -> None:
         """The plan's `deadline` field and warning, when the deadline cut a search or decided a window."""

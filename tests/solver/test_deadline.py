@@ -194,7 +194,7 @@ def test_windows_left_when_the_deadline_passes_are_not_decided_once_one_greedy_r
     assert plan.assignment() == schedule_greedy(index, default_config()).assignment()
     assert plan.deadline["whole_run_check"] == "greedy's run used"
     assert plan.deadline["fallback_windows"] == [1, 2]
-    assert any("2 window(s) left" in w for w in plan.warnings)
+    assert any("no time for the 2 window(s) left" in w for w in plan.warnings)
     assert verify_plan(index, plan) == []
 
 
@@ -330,3 +330,28 @@ def test_the_forked_runs_verdict_is_only_for_the_plan_it_verified():
         assert run.verdict_for(as_committed) == []
     finally:
         run.close()
+
+
+def test_a_deadline_nearer_than_a_window_takes_ends_the_windows_before_it_passes(monkeypatch):
+    """The first window takes 60 s (the clock jumps inside it) of a 100 s deadline: the 40 s left cannot hold
+    another such window, so the windows left are not decided and greedy's whole run is used before the deadline."""
+    from kplace.solver.cpsat import whole_run
+    from kplace.solver.cpsat import window as window_mod
+
+    index, jump = _state(12, 30), [0.0]
+    real_clock, real_plan = time.perf_counter, whole_run.GreedyRun.plan
+    monkeypatch.setattr(time, "perf_counter", lambda: real_clock() + jump[0])
+    monkeypatch.setattr(whole_run.GreedyRun, "plan", lambda self, timeout=None: real_plan(self, None))
+    real_solve = window_mod.CpsatScheduler.solve_window
+
+    def slow(self, pods, seconds):
+        out = real_solve(self, pods, seconds)
+        jump[0] += 60.0
+        return out
+
+    monkeypatch.setattr(window_mod.CpsatScheduler, "solve_window", slow)
+    plan = schedule_cpsat(index, default_config(), CpsatOptions(window=10, time_limit=5, deadline=100.0))
+    assert plan.seconds < 100
+    assert plan.deadline["whole_run_check"] == "greedy's run used" and plan.deadline["fallback_windows"] == [1, 2]
+    assert any("no time for the 2 window(s) left" in w for w in plan.warnings)
+    assert plan.assignment() == schedule_greedy(index, default_config()).assignment()
