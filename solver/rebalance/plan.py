@@ -70,7 +70,7 @@ def plan_rebalance(index: ClusterIndex, config: SchedulerConfig, policy: Policy,
     # the search's time limit and deadline count from here: the checks before and the waves after are not in them
     searching = time.perf_counter()
     clock = SearchClock(opts.deterministic, opts.workers, opts.seed,
-                        deadline=None if opts.deadline is None else time.perf_counter() + opts.deadline)
+                        deadline=None if opts.deadline is None else searching + opts.deadline)
     budget = Budget(opts.time_limit, clock)
     try:
         target, more = checked_target(index, checker, start, tolerated, pinned, solve_with)
