@@ -10,7 +10,8 @@ Per limit T, one run of the command users run, in a process of its own (its peak
 
 on a state from `kplace generate scale --nodes N --pods P --pending 0` (every pod bound; seed 0). From the plan:
 the seconds of the checks before the search, of the search and of the waves after (`timings`), the goal (nodes
-in use) after each round (`model.stages[0].progress`), moves and violations; loading is the rest of the wall time.
+in use) after each round (`model.stages[0].progress`), moves and violations; loading (and writing the plan) is
+the rest of the wall time.
 Writes benchmarks/results/rebalance-scale.json, docs/img/rebalance-scale.png (the goal over time, one line per
 limit) and the "Rebalancing at 50,000 nodes" section of docs/benchmarks.md.
 """
@@ -73,9 +74,9 @@ def render(rows: list[dict], args: argparse.Namespace) -> str:
              f"seed {args.seed}; one run per limit, one after the other):", "",
              f"    .venv/bin/python benchmarks/bench_rebalance_scale.py --nodes {args.nodes} --pods {args.pods} "
              f"--limits {limits}", "", f"Machine: {machine()}.", "",
-             "| --time-limit | wall (load + checks + search + waves) | first improvement: in the search / from the "
-             "start | nodes in use before → after | moves (waves) | rounds (neighbourhoods) | violations before → "
-             "after | peak RSS |", "|---|---|---|---|---|---|---|---|"]
+             "| --time-limit | wall (load and output + checks + search + waves) | first improvement: in the search / "
+             "from the start | nodes in use before → after | moves (waves) | rounds (neighbourhoods) | violations "
+             "before → after | peak RSS |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         first = ("none" if r["first_improvement_in_search_s"] is None else
                  f"{r['first_improvement_in_search_s']:.1f} s / {r['first_improvement_from_start_s']:.1f} s")

@@ -53,9 +53,10 @@ def cut_windows(index: ClusterIndex, pods: list[PodInfo], size: int) -> list[lis
 class GreedyRun:
     """One greedy run over `pods` from the initial state and, when it places every pod and evicts none (default
     objective), its score measure: started at once in a forked process when `parallel` (Linux, two usable cores),
-    which sends the plan as soon as it has it, then the verifier's violations of the plan the decision would
-    commit with it (`committed`: `kept`, the placements of the pods outside `pods`, then greedy's), then the
-    measure; else run here when first asked for (and not verified here: the caller verifies what it commits)."""
+    which sends the plan as soon as it has it, then, under a deadline (where the time saved counts), the
+    verifier's violations of the plan the decision would commit with it (`committed`: `kept`, the placements of
+    the pods outside `pods`, then greedy's), then the measure; else run here when first asked for (and not
+    verified here: the caller verifies what it commits)."""
 
     def __init__(self, passes: GreedyPasses, pods: list[PodInfo], parallel: bool,
                  kept: list[Placement] = ()) -> None:
@@ -63,6 +64,7 @@ class GreedyRun:
         self._plan: Plan | None = None
         self._verdict: list | None = None
         self._verified: tuple | None = None  # what the verdict is of (`_as_verified`)
+        self._verifies = passes.opts.deadline is not None  # whether the fork sends a verdict
         self._measure: ScoreMeasure | None = None
         self._measured = False
         self._conn = self._proc = None
@@ -70,7 +72,8 @@ class GreedyRun:
         if self.forked:
             ctx = multiprocessing.get_context("fork")  # the index is shared copy-on-write, not pickled
             self._conn, child = ctx.Pipe(duplex=False)
-            self._proc = ctx.Process(target=_run_in_child, args=(passes, pods, self._kept, child), daemon=True)
+            self._proc = ctx.Process(target=_run_in_child, args=(passes, pods, self._kept, self._verifies, child),
+                                     daemon=True)
             self._proc.start()
             child.close()
 
@@ -80,7 +83,8 @@ class GreedyRun:
         return self._measured
 
     def ended(self) -> bool:
-        """The run's plan is here (without waiting for it, nor running it here); its measure may not be."""
+        """The run's plan is here (without waiting for it; run here only if the fork failed); its measure may not
+        be."""
         return (self.forked or self._plan is not None) and self.plan(timeout=0) is not None
 
     def plan(self, timeout: float | None = None) -> Plan | None:
@@ -113,9 +117,9 @@ class GreedyRun:
         return (self._plan, self._measure) if self._measured else None
 
     def _receive(self, timeout: float | None) -> bool:
-        """The forked run's next message (its plan, its verdict, then its measure), if it comes within `timeout`
-        seconds (whether one came); the process is closed once it has sent them all, or failed (what is missing
-        is then computed here, but for the verdict)."""
+        """The forked run's next message (its plan, its verdict if it verifies, then its measure), if it comes
+        within `timeout` seconds (whether one came); the process is closed once it has sent them all, or failed
+        (what is missing is then computed here, but for the verdict)."""
         if not self._conn.poll(timeout):
             return False
         try:
@@ -127,8 +131,9 @@ class GreedyRun:
             self.close()
         elif self._plan is None:
             self._plan = got
-            self._verified = _as_verified(committed(self._kept, got))  # before anything here changes the plan
-        elif self._verdict is None:
+            if self._verifies:  # what the verdict to come is of, before anything here changes the plan
+                self._verified = _as_verified(committed(self._kept, got))
+        elif self._verified is not None and self._verdict is None:
             self._verdict = got
         else:
             self._measure, self._measured = got, True
@@ -165,11 +170,12 @@ def _as_verified(plan: Plan) -> tuple:
             tuple((m.pod, m.from_node, m.to, m.wave, tuple(m.admits)) for m in plan.moves))
 
 
-def _run_in_child(passes: GreedyPasses, pods: list[PodInfo], kept: list[Placement], conn) -> None:
+def _run_in_child(passes: GreedyPasses, pods: list[PodInfo], kept: list[Placement], verifies: bool, conn) -> None:
     try:
         greedy = passes.whole(pods)
         conn.send(greedy)
-        conn.send(verify_plan(passes.index, committed(kept, greedy), passes.opts.allow_pdb_violations))
+        if verifies:
+            conn.send(verify_plan(passes.index, committed(kept, greedy), passes.opts.allow_pdb_violations))
         conn.send(_measure(passes, greedy))
     except BaseException as exc:  # the parent runs what is missing itself
         conn.send(RuntimeError(f"{type(exc).__name__}: {exc}"))

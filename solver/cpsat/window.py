@@ -18,11 +18,11 @@ Per window (earlier windows' placements are fixed for later ones):
 A run of several windows is then held to one greedy run over all its pods (`whole_run`).
 Deadline (`CpsatOptions.deadline`, wall seconds for the whole decision): once it passes, no further search runs
 (a search under way stops there, `clock`), the window under way takes its greedy passes' best plan, every later
-window greedy's plan on the state earlier windows left (status FALLBACK, `"deadline": true`) unless one greedy
-run over every pod has ended and placed them all or no window beat greedy (its plan is then used), and the
-whole-run comparison is skipped when that run would not end in time; the plan's `deadline` field and a
-warning say so. Every plan so chosen is one the window verification accepts (greedy's at worst), and a run the
-deadline never reaches is the deterministic one.
+window greedy's plan on the state earlier windows left (status FALLBACK, `"deadline": true`) until one greedy
+run over every pod has ended: from then on (or as soon as the deadline is nearer than a window takes) the
+windows left are not decided and that run's plan is used; the whole-run comparison is skipped when that run
+would not end in time; the plan's `deadline` field and a warning say so. Every plan so chosen is one the window
+verification accepts (greedy's at worst), and a run the deadline never reaches is the deterministic one.
 Deterministic mode (the default): interleaved search and a deterministic time limit, so the same seed and
 input give the same plan whatever the machine's load; `deterministic=False` uses wall-clock limits and a
 parallel portfolio instead.

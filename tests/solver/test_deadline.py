@@ -75,15 +75,15 @@ def test_a_deadline_passing_after_the_first_window_leaves_that_windows_search_an
     assert not plan.windows[0].get("deadline")
 
 
-def _jumping_clock_and_a_waited_greedy_run(monkeypatch) -> list[float]:
-    """perf_counter plus jump[0] (the test sets it to leap past the deadline), and the whole-run greedy run always
-    waited for, as if it had ended in time: the jump, to set."""
+def _jumping_clock_and_a_waited_greedy_run(monkeypatch, waited=("plan", "result")) -> list[float]:
+    """perf_counter plus jump[0] (the test sets it to leap past the deadline), and the whole-run greedy run's
+    `waited` answers always waited for, as if they had come in time: the jump, to set."""
     from kplace.solver.cpsat import whole_run
 
     jump = [0.0]
     real = time.perf_counter
     monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
-    for name in ("plan", "result"):
+    for name in waited:
         real_call = getattr(whole_run.GreedyRun, name)
         monkeypatch.setattr(whole_run.GreedyRun, name, lambda self, timeout=None, call=real_call: call(self, None))
     return jump
@@ -234,11 +234,8 @@ def test_past_the_deadline_the_forked_greedy_runs_plan_ends_the_windows_before_i
 
     if usable_cores() < 2:
         pytest.skip("the greedy run is forked only with two usable cores")
-    index = _state(12, 30)
-    jump, parent, real_measure = [0.0], os.getpid(), whole_run._measure
-    real_clock, real_plan = time.perf_counter, whole_run.GreedyRun.plan
-    monkeypatch.setattr(time, "perf_counter", lambda: real_clock() + jump[0])
-    monkeypatch.setattr(whole_run.GreedyRun, "plan", lambda self, timeout=None: real_plan(self, None))
+    index, jump = _state(12, 30), _jumping_clock_and_a_waited_greedy_run(monkeypatch, waited=("plan",))
+    parent, real_measure = os.getpid(), whole_run._measure
     monkeypatch.setattr(whole_run, "_measure", lambda passes, greedy: (
         time.sleep(600) if os.getpid() != parent else None, real_measure(passes, greedy))[1])
     decided = []
@@ -247,10 +244,10 @@ def test_past_the_deadline_the_forked_greedy_runs_plan_ends_the_windows_before_i
         decided.append(done)
         jump[0] = 1e6
 
-    started = real_clock()
+    started = time.monotonic()  # not the clock the test leaps
     opts = CpsatOptions(window=10, time_limit=5, deadline=100.0, on_window=on_window, executor="auto")
     plan = schedule_cpsat(index, default_config(), opts)
-    assert real_clock() - started < 120
+    assert time.monotonic() - started < 120
     assert decided == [1]
     assert plan.deadline["whole_run_check"] == "greedy's run used"
     assert plan.assignment() == schedule_greedy(index, default_config()).assignment()
@@ -318,13 +315,14 @@ def test_the_forked_runs_verdict_is_only_for_the_plan_it_verified():
     index = _state(12, 30)
     first, *rest = index.pending  # the first as if gated: kept unplaced, out of the run
     kept = [Placement(first.key, None, "gated", first.priority)]
-    run = GreedyRun(GreedyPasses(index, default_config(), CpsatOptions()), rest, parallel=True, kept=kept)
+    passes = GreedyPasses(index, default_config(), CpsatOptions(deadline=100.0))  # a deadline: the fork verifies
+    run = GreedyRun(passes, rest, parallel=True, kept=kept)
     try:
         greedy = run.plan(timeout=None)
         as_committed = committed(kept, greedy)
-        moved = dataclasses.replace(as_committed, placements=[
-            dataclasses.replace(as_committed.placements[1], node="n00" if greedy.placements[0].node != "n00"
-                                else "n01"), *as_committed.placements[2:], as_committed.placements[0]])
+        one = greedy.placements[0]
+        elsewhere = dataclasses.replace(one, node=next(n for n in index.node_names if n != one.node))
+        moved = dataclasses.replace(as_committed, placements=[kept[0], elsewhere, *greedy.placements[1:]])
         assert run.verdict_for(moved) is None
         assert run.verdict_for(Plan("cpsat", placements=greedy.placements, evictions=greedy.evictions)) is None
         assert run.verdict_for(as_committed) == []
@@ -335,13 +333,9 @@ def test_the_forked_runs_verdict_is_only_for_the_plan_it_verified():
 def test_a_deadline_nearer_than_a_window_takes_ends_the_windows_before_it_passes(monkeypatch):
     """The first window takes 60 s (the clock jumps inside it) of a 100 s deadline: the 40 s left cannot hold
     another such window, so the windows left are not decided and greedy's whole run is used before the deadline."""
-    from kplace.solver.cpsat import whole_run
     from kplace.solver.cpsat import window as window_mod
 
-    index, jump = _state(12, 30), [0.0]
-    real_clock, real_plan = time.perf_counter, whole_run.GreedyRun.plan
-    monkeypatch.setattr(time, "perf_counter", lambda: real_clock() + jump[0])
-    monkeypatch.setattr(whole_run.GreedyRun, "plan", lambda self, timeout=None: real_plan(self, None))
+    index, jump = _state(12, 30), _jumping_clock_and_a_waited_greedy_run(monkeypatch)
     real_solve = window_mod.CpsatScheduler.solve_window
 
     def slow(self, pods, seconds):
