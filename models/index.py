@@ -235,6 +235,25 @@ class ClusterIndex:
             hit = self._pdbs_of[pod.idx] = sorted(i for i in set(candidates) if sels[i][1].matches(pod.labels))
         return hit
 
+    @cached_property
+    def _node_keys(self) -> dict[int, tuple]:
+        return {}  # pod idx → `node_keys`, filled as asked
+
+    def node_keys(self, pod: PodInfo) -> tuple[tuple | None, tuple[str, ...], str]:
+        """What the pod asks of a node's object, as hashable keys: (its nodeSelector and required node affinity,
+        None when it has neither; its tolerations; its nodeName). Pods with equal keys pass the same nodes'
+        labels, taints and names. Computed once per pod."""
+        hit = self._node_keys.get(pod.idx)
+        if hit is None:
+            spec = pod.pod.spec
+            na = spec.affinity.node_affinity if spec.affinity else None
+            req = na.required_during_scheduling_ignored_during_execution if na else None
+            affinity = None if not spec.node_selector and req is None else (
+                tuple(sorted(spec.node_selector.items())), req.model_dump_json() if req is not None else None)
+            hit = self._node_keys[pod.idx] = (affinity, tuple(t.model_dump_json() for t in pod.tolerations),
+                                              spec.node_name or "")
+        return hit
+
     # --- nodes ------------------------------------------------------------------------------------
 
     def label_column(self, key: str) -> tuple[np.ndarray, list[str]]:

@@ -125,6 +125,7 @@ class ClusterState:
         self._domains: dict[tuple, np.ndarray] = {}
         self._domains_by_sig: dict[int, list[tuple]] = {}
         self._domain_maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._mask_keys: dict[int, tuple[np.ndarray, bytes]] = {}  # `_mask_key`'s, per read-only mask
         # Bound pods that carry (anti-)affinity terms: the only existing pods InterPodAffinity must visit
         # for symmetry and for scoring when the incoming pod has no preferred terms.
         self.with_affinity: set[int] = set()
@@ -151,7 +152,7 @@ class ClusterState:
     # Attributes `fork` shares because nothing mutates them after construction (or they only cache results
     # that depend on immutable data), and those it copies. A test keeps this list complete.
     _SHARED = frozenset({"index", "n_nodes", "dense_min", "sig_of_pod", "sig_info", "_sigs_by_label", "_match_cache",
-                         "_domain_maps"})
+                         "_domain_maps", "_mask_keys"})
 
     def fork(self) -> ClusterState:
         """An independent copy for trial runs (the greedy hint, preemption dry runs): arrays and counters are
@@ -357,7 +358,7 @@ class ClusterState:
         (`dom`: each node's domain, a function of `topology_key`). A read-only view of a cached array that
         `assume`/`forget` keep current (one pod on node n moves entry dom[n] by ±1 where counted[n]), so a
         repeated query costs a hash of `counted` instead of a pass over every node."""
-        key = (namespaces, selector, include_terminating, topology_key, size, np.packbits(counted).tobytes())
+        key = (namespaces, selector, include_terminating, topology_key, size, self._mask_key(counted))
         out = self._domains.get(key)
         if out is None:
             per_node = self.matching_counts_view(namespaces, selector, include_terminating)
@@ -370,6 +371,17 @@ class ClusterState:
         view = out.view()
         view.flags.writeable = False
         return view
+
+    def _mask_key(self, mask: np.ndarray) -> bytes:
+        """A node mask as a hashable key (its packed bits), kept per array for read-only ones that own their data
+        (nothing can write them), which callers cache and pass again (the array is held, so its id stays its
+        own)."""
+        if mask.flags.writeable or mask.base is not None:
+            return np.packbits(mask).tobytes()
+        hit = self._mask_keys.get(id(mask))
+        if hit is None or hit[0] is not mask:
+            hit = self._mask_keys[id(mask)] = (mask, np.packbits(mask).tobytes())
+        return hit[1]
 
     def signature_counts(self, signatures) -> np.ndarray:
         """Per node, the number of pods on it whose signature is in `signatures`."""

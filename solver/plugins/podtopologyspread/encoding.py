@@ -57,7 +57,7 @@ def spread_term(ctx: EncodingContext) -> ObjectiveTerm | None:
     for (namespace, selector, key), members in carriers.items():
         g0, c = members[0]
         ids, values = index.label_column(key)
-        eligible = included(index, g0.rep, c, ids >= 0)
+        eligible = included(index, g0.rep, c, frozenset([key]))
         n_domains = int(eligible.sum()) if key == "kubernetes.io/hostname" else len(np.unique(ids[eligible]))
         w = math.log(n_domains + 2)
         bound = np.bincount(ids[eligible], weights=matching_per_node(h.state, g0.rep, c)[eligible],
@@ -118,10 +118,10 @@ def do_not_schedule(ctx: ConstraintContext) -> None:
         constraints = pod_constraints(index, g.rep, "DoNotSchedule", defaults)
         if not constraints or not v.y[g.gid]:
             continue
-        base = has_all_keys(index, constraints)
+        keys = frozenset(c.key for c in constraints)
         for k, c in enumerate(constraints):
             ids, values = index.label_column(c.key)
-            eligible = included(index, g.rep, c, base)
+            eligible = included(index, g.rep, c, keys)
             present = np.flatnonzero(np.bincount(ids[eligible], minlength=len(values)) > 0)
             fixed = np.bincount(ids[eligible], weights=matching_per_node(state, g.rep, c)[eligible],
                                 minlength=len(values)).astype(np.int64)

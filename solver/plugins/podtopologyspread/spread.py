@@ -140,17 +140,26 @@ def pod_constraints(
 # --- node inclusion ---------------------------------------------------------------------------------
 
 
+def _all_nodes(index: ClusterIndex) -> np.ndarray:
+    """A read-only all-true node mask."""
+    cache = index.cache.setdefault(CACHE_KEY, {})
+    mask = cache.get("all_nodes")
+    if mask is None:
+        mask = cache["all_nodes"] = np.ones(len(index.nodes), dtype=bool)
+        mask.flags.writeable = False
+    return mask
+
+
 def node_affinity_mask(index: ClusterIndex, pod: PodInfo) -> np.ndarray:
-    """Per node: the pod's nodeSelector and required node affinity match (kube's RequiredNodeAffinity)."""
-    spec = pod.pod.spec
-    na = spec.affinity.node_affinity if spec.affinity else None
-    req = na.required_during_scheduling_ignored_during_execution if na else None
-    if not spec.node_selector and req is None:
-        return np.ones(len(index.nodes), dtype=bool)
-    key = (tuple(sorted(spec.node_selector.items())), req.model_dump_json() if req is not None else None)
+    """Per node: the pod's nodeSelector and required node affinity match (kube's RequiredNodeAffinity). Read-only."""
+    key = index.node_keys(pod)[0]
+    if key is None:
+        return _all_nodes(index)
     cache = index.cache.setdefault(CACHE_KEY, {}).setdefault("affinity", {})
     hit = cache.get(key)
     if hit is None:
+        spec = pod.pod.spec
+        req = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution if key[1] else None
         sel = spec.node_selector
         hit = np.array(
             [
@@ -160,12 +169,13 @@ def node_affinity_mask(index: ClusterIndex, pod: PodInfo) -> np.ndarray:
             ],
             dtype=bool,
         )
+        hit.flags.writeable = False
         cache[key] = hit
     return hit
 
 
 def taints_mask(index: ClusterIndex, pod: PodInfo) -> np.ndarray:
-    """Per node: every NoSchedule/NoExecute taint is tolerated by the pod."""
+    """Per node: every NoSchedule/NoExecute taint is tolerated by the pod. Read-only."""
     cache = index.cache.setdefault(CACHE_KEY, {})
     groups = cache.get("taint_groups")
     if groups is None:
@@ -181,18 +191,20 @@ def taints_mask(index: ClusterIndex, pod: PodInfo) -> np.ndarray:
             of_node[i] = ids[k]
         groups = cache["taint_groups"] = (of_node, taints)
     of_node, taints = groups
-    key = tuple(t.model_dump_json() for t in pod.tolerations)
+    key = index.node_keys(pod)[1]
     masks = cache.setdefault("taints", {})
     hit = masks.get(key)
     if hit is None:
         ok = np.array([all(tolerated_by_any(pod.tolerations, t) for t in ts) for ts in taints], dtype=bool)
         hit = masks[key] = ok[of_node]
+        hit.flags.writeable = False
     return hit
 
 
-def has_all_keys(index: ClusterIndex, constraints: list[Constraint]) -> np.ndarray:
-    """Per node: it carries every constraint's topology key (cached per set of keys; read-only)."""
-    keys = frozenset(c.key for c in constraints)
+def has_all_keys(index: ClusterIndex, constraints: list[Constraint] | frozenset[str]) -> np.ndarray:
+    """Per node: it carries every constraint's topology key (or every key of a set; cached per set of keys;
+    read-only)."""
+    keys = constraints if isinstance(constraints, frozenset) else frozenset(c.key for c in constraints)
     cache = index.cache.setdefault(CACHE_KEY, {}).setdefault("all_keys", {})
     mask = cache.get(keys)
     if mask is None:
@@ -227,13 +239,23 @@ def matching_per_domain(state: ClusterState, pod: PodInfo, c: Constraint, counte
     return state.domain_counts_view(frozenset([pod.namespace]), c.selector, False, c.key, dom, size, counted)
 
 
-def included(index: ClusterIndex, pod: PodInfo, c: Constraint, base: np.ndarray) -> np.ndarray:
-    """`base` restricted by the constraint's node inclusion policies."""
-    mask = base
-    if c.honor_affinity:
-        mask = mask & node_affinity_mask(index, pod)
-    if c.honor_taints:
-        mask = mask & taints_mask(index, pod)
+def included(index: ClusterIndex, pod: PodInfo, c: Constraint, keys: frozenset[str] | None) -> np.ndarray:
+    """Per node: it carries every topology key of `keys` (None: any node) and passes the constraint's node
+    inclusion policies. Cached per (keys, the pod's affinity and tolerations as the policies read them);
+    read-only."""
+    affinity, tolerations, _ = index.node_keys(pod)
+    key = (keys, affinity if c.honor_affinity else None, tolerations if c.honor_taints else None)
+    cache = index.cache.setdefault(CACHE_KEY, {}).setdefault("included", {})
+    mask = cache.get(key)
+    if mask is None:
+        mask = _all_nodes(index) if keys is None else has_all_keys(index, keys)
+        if c.honor_affinity:
+            mask = mask & node_affinity_mask(index, pod)
+        if c.honor_taints:
+            mask = mask & taints_mask(index, pod)
+        if mask.flags.writeable:
+            mask.flags.writeable = False
+        cache[key] = mask
     return mask
 
 
@@ -289,11 +311,11 @@ def filter_state(state: ClusterState, pod: PodInfo, constraints: list[Constraint
     inclusion policies pass) with value v; a domain exists once an eligible node has it, even at 0;
     globalMin = min over domains (0 if #domains < minDomains)."""
     index = state.index
-    base = has_all_keys(index, constraints)
+    keys = frozenset(c.key for c in constraints)
     out = FilterConstraints()
     for c in constraints:
         ids, values = index.label_column(c.key)
-        eligible = included(index, pod, c, base)
+        eligible = included(index, pod, c, keys)
         present = np.bincount(ids[eligible], minlength=len(values)) > 0
         counts = matching_per_domain(state, pod, c, eligible)[:len(values)].copy()  # eligible nodes have the key
         out.append(FilterConstraint(c, counts, int(c.selector.matches(pod.labels)), eligible, present))
@@ -343,7 +365,6 @@ def score_state(
     - raw(n) = round(Σ over c whose key n has of count·w_c + (maxSkew_c − 1)), half away from zero.
     """
     index = state.index
-    n_all = len(index.nodes)
     all_keys = has_all_keys(index, constraints)
     ignored = ~all_keys[nodes] if require_all else np.zeros(len(nodes), dtype=bool)
     kept = nodes[~ignored]
@@ -358,7 +379,7 @@ def score_state(
             seen = np.zeros(size, dtype=bool)
             seen[dom[kept]] = True
             weight = math.log(int(seen.sum()) + 2)
-            contrib = included(index, pod, c, all_keys if require_all else np.ones(n_all, dtype=bool))
+            contrib = included(index, pod, c, frozenset(x.key for x in constraints) if require_all else None)
             counts = matching_per_domain(state, pod, c, contrib)
             at = dom[nodes]
             cnt = np.where(seen[at], counts[at], 0)
