@@ -174,6 +174,7 @@ class GreedyScheduler:
         # placed; they count in the filters of pods of no higher priority, never in scores
         self.nominated: dict[int, list[PodInfo]] = {}
         self.nominated_node: dict[int, int] = {}
+        self._nominations = np.zeros(self.n_nodes, dtype=np.int64)  # per node, the pods nominated to it
         for p in index.pending:
             nnn = p.pod.status.nominated_node_name
             if nnn and nnn in index.node_id and self.state.pod_node[p.idx] < 0:
@@ -286,10 +287,12 @@ class GreedyScheduler:
         self._drop_nomination(pod)
         self.nominated.setdefault(node, []).append(pod)
         self.nominated_node[pod.idx] = node
+        self._nominations[node] += 1
 
     def _drop_nomination(self, pod: PodInfo) -> None:
         node = self.nominated_node.pop(pod.idx, None)
         if node is not None:
+            self._nominations[node] -= 1
             self.nominated[node] = [q for q in self.nominated[node] if q.idx != pod.idx]
             if not self.nominated[node]:
                 del self.nominated[node]
@@ -309,7 +312,7 @@ class GreedyScheduler:
         run."""
         if not self.nominated:
             return
-        held = np.flatnonzero(np.isin(nodes, list(self.nominated)))
+        held = np.flatnonzero(self._nominations[nodes])
         if not len(held):
             return
         active = {p.name for p in profile.at("preFilter")} - skipped
@@ -326,8 +329,8 @@ class GreedyScheduler:
                 self._filters_with(profile, pod, cycle, nodes, rows, added_pods, skipped, out)
             return
         # Where the nominated pods are `inert` for the pod's filters, only NodeResourcesFit's verdict can change
-        # with them added: it is found for all those nodes at once (and only where it runs: the filters before it
-        # passed); the other nodes take the full dry run, one by one.
+        # with them added: it is found for all those nodes at once, with their resources alone added (and only
+        # where it runs: the filters before it passed); the other nodes take the full dry run, one by one.
         names = [p.name for p in profile.at("filter")]
         fit_at = names.index("NodeResourcesFit") if "NodeResourcesFit" in set(names) - skipped else len(names)
         reading = pod_reading_filters(profile, skipped)
@@ -343,7 +346,11 @@ class GreedyScheduler:
                 rows.append(i)
                 added_pods += [(q, n) for q in others]
         if rows and fit_at < len(names):
-            self._filters_with(profile, pod, cycle, nodes, rows, added_pods, set(names) - {"NodeResourcesFit"}, out)
+            with self.state.resources_added(added_pods):
+                added = run_filters(profile, self.state, pod, cycle, nodes[rows], set(names) - {"NodeResourcesFit"})
+            failed = np.flatnonzero(added.code != 0)
+            if len(failed):
+                out.copy_nodes(np.asarray(rows)[failed], added, failed)
         for i, n, others in full:
             with_them = cycle.clone()
             for q in others:

@@ -11,6 +11,8 @@ topology spread fast.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -227,6 +229,24 @@ class ClusterState:
         g = self._affinity_group_of.get(pod.idx)
         if g is not None:
             self._count_group(self.affinity_groups[g], node, -1)
+
+    @contextmanager
+    def resources_added(self, added: list[tuple[PodInfo, int]]) -> Iterator[None]:
+        """Within the block, each (pod, node) of `added` counts in that node's requested resources and pod count
+        (what NodeResourcesFit reads) and in nothing else; undone on exit. For dry runs whose other filters are
+        known not to change with those pods."""
+        nodes = np.array([n for _, n in added], dtype=np.int64)
+        pods = np.array([q.idx for q, _ in added], dtype=np.int64)
+        req, nonzero = self.index.pod_req[pods], self.index.pod_nonzero[pods]
+        np.add.at(self.requested, nodes, req)
+        np.add.at(self.nonzero_requested, nodes, nonzero)
+        np.add.at(self.pod_count, nodes, 1)
+        try:
+            yield
+        finally:
+            np.subtract.at(self.requested, nodes, req)
+            np.subtract.at(self.nonzero_requested, nodes, nonzero)
+            np.subtract.at(self.pod_count, nodes, 1)
 
     def _place(self, pod: PodInfo, node: int) -> None:
         self.node_pods[node].add(pod.idx)

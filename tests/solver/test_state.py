@@ -53,6 +53,18 @@ def test_assume_then_forget_restores_every_count():
     assert _snapshot(state) == before
 
 
+def test_resources_added_count_only_in_requests_and_pod_counts_and_are_gone_after_the_block():
+    state = _state()
+    before = _snapshot(state)
+    p0, p1 = state.index.pending
+    with state.resources_added([(p0, 1), (p1, 1)]):
+        assert state.pod_count.tolist() == [1, 2]
+        assert state.requested[1].tolist() == (2 * state.index.pod_req[p0.idx]).tolist()
+        assert not state.ports[1] and state.pod_node[p0.idx] == -1
+        assert np.array_equal(state.matching_counts(None, _selectors(state)[0]), [1, 0])
+    assert _snapshot(state) == before
+
+
 def test_fork_refuses_attributes_it_does_not_know_how_to_copy():
     import pytest
 
