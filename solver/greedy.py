@@ -59,6 +59,8 @@ from .framework.state import ClusterState
 PROGRESS_EVERY = 200  # cycles between progress reports
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+STATIC_MIN_NODES = 1000  # candidates from which the static filters' verdicts are kept (`_static_pass`)
+STATIC_KEPT = 256  # of them at most, per scheduler (a bool per node each)
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +185,7 @@ class GreedyScheduler:
         self._plugins: dict[tuple[str, str], Plugin | None] = {}  # (schedulerName, plugin) → the profile's instance
         self.batching = batching  # kube's OpportunisticBatching (on by default since 1.35)
         self._batches: dict[str, Batch | None] = {}
+        self._static: dict[tuple, np.ndarray | None] = {}  # `_static_pass`'s verdicts (None: keys seen once)
 
     # --- one pod ----------------------------------------------------------------------------------
 
@@ -226,12 +229,19 @@ class GreedyScheduler:
         # so far, a quarter more (a bigger margin filters nodes that are never needed, a smaller one takes more
         # chunks; 256 nodes at least).
         chunk = want + 1
+        static, dynamic = self._static_pass(profile, pod, cycle, skipped, n)
         feasible_parts, outcomes, done, found, stopped = [], [], 0, 0, False
         while done < n and not stopped:
             part = walk[done : done + chunk]
-            out = run_filters(profile, self.state, pod, cycle, part, skipped)
-            self.filter_with_nominated(profile, pod, part, out, skipped, cycle)
-            ok_pos = np.flatnonzero(out.code == 0)
+            if static is None:
+                out = run_filters(profile, self.state, pod, cycle, part, skipped)
+                self.filter_with_nominated(profile, pod, part, out, skipped, cycle)
+                ok_pos = np.flatnonzero(out.code == 0)
+            else:  # the static filters' kept verdicts, then the others on the nodes that passed them
+                kept = np.flatnonzero(static[part])
+                out = run_filters(profile, self.state, pod, cycle, part[kept], dynamic)
+                self.filter_with_nominated(profile, pod, part[kept], out, dynamic, cycle)
+                ok_pos = kept[out.code == 0]
             processed_here = len(part)
             if found + len(ok_pos) > want:  # kube stops when it finds one feasible node more than it needs
                 processed_here = int(ok_pos[want - found])
@@ -245,10 +255,41 @@ class GreedyScheduler:
                 need = want + 1 - found
                 chunk = max(256, 5 * need * done // (4 * found) if found else 4 * chunk)
         feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
-        merged = _merge_outcomes(outcomes) if self.tracer is not None or not len(feasible) else None
+        merged = None
+        if not len(feasible) and static is not None:  # every node was walked: their statuses, each filter's own
+            merged = run_filters(profile, self.state, pod, cycle, walk, skipped)
+            self.filter_with_nominated(profile, pod, walk, merged, skipped, cycle)
+        elif self.tracer is not None or not len(feasible):
+            merged = _merge_outcomes(outcomes)
         if self.tracer is not None:
             self.tracer.filtered(merged, feasible)
         return feasible, None if len(feasible) else merged, done
+
+    def _static_pass(self, profile: Profile, pod: PodInfo, cycle: CycleState, skipped: set[str], n: int
+                     ) -> tuple[np.ndarray | None, set[str]]:
+        """(per node id, whether it passes the profile's static filters (`Plugin.static_filter`), or None; the
+        filters to run besides, as `skipped`). The verdicts are kept per (profile, the pod's `node_keys`) from the
+        second pod that has those keys on (a first one costs a pass over every node that a pod alone would not
+        repay), STATIC_KEPT of them at most; None with a tracer (which sees every filter's statuses) or fewer
+        than STATIC_MIN_NODES candidates."""
+        if self.tracer is not None or n < STATIC_MIN_NODES:
+            return None, skipped
+        static = [p.name for p in profile.at("filter") if p.static_filter and p.name not in skipped]
+        if not static:
+            return None, skipped
+        key = (profile.scheduler_name, tuple(static), self.index.node_keys(pod))
+        if key not in self._static:
+            if len(self._static) >= STATIC_KEPT:
+                self._static.pop(next(iter(self._static)))
+            self._static[key] = None
+            return None, skipped
+        mask = self._static[key]
+        if mask is None:
+            others = {p.name for p in profile.at("filter")} - set(static)
+            out = run_filters(profile, self.state, pod, cycle, self.index.tree_order, skipped | others)
+            mask = self._static[key] = np.zeros(self.n_nodes, dtype=bool)
+            mask[self.index.tree_order] = out.code == 0
+        return mask, skipped | set(static)
 
     def random_offset(self, n: int) -> int:
         """Where preemption's candidate walk over `n` nodes starts: kube's random offset with `random`

@@ -118,6 +118,9 @@ class Plugin:
     static_score: ClassVar[bool] = False
     #: its Filter's verdict on a node reads the node and the pod alone, never another pod (`filter_reads`)
     reads_pods: ClassVar[bool] = True
+    #: its Filter's verdict reads the node's object and the pod's `ClusterIndex.node_keys` alone, never the state:
+    #: pods with equal keys pass the same nodes at every cycle (the greedy walk keeps those verdicts)
+    static_filter: ClassVar[bool] = False
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.args = dict(args or {})

@@ -125,3 +125,45 @@ def test_a_filter_that_does_not_read_a_pod_gives_the_same_verdict_without_it(see
 def test_the_unread_removals_include_pods_the_pod_reading_filters_ignore():
     names = {name for seed in range(40) for name, _, _ in _unread_removals(seed)}
     assert {"InterPodAffinity", "PodTopologySpread"} <= names
+
+
+
+def _static_verdicts(seed: int):
+    """(plugin, pending pod's `node_keys`, its Filter's codes on every node) for each static filter
+    (`Plugin.static_filter`): on the loaded state, then with every pending pod assumed where it first fits."""
+    index = ClusterIndex(build_snapshot(generate("corners", seed=seed)["items"]))
+    state = ClusterState(index)
+    nodes = np.arange(state.n_nodes, dtype=np.int64)
+    static = [p for p in PROFILE.at("filter") if p.static_filter]
+
+    def verdicts():
+        for pod in index.pending:
+            cycle = CycleState()
+            pre = run_pre_filter(PROFILE, state, pod, cycle)
+            for p in static:
+                if pre.code == 0 and p.name not in pre.skipped:
+                    yield p.name, index.node_keys(pod), p.filter(state, pod, cycle, nodes).code.tolist()
+
+    before = list(verdicts())
+    for pod in index.pending:
+        out = run_filters(PROFILE, state, pod, CycleState(), nodes, set())
+        if (out.code == 0).any():
+            state.assume(pod, int(nodes[out.code == 0][0]))
+    return before, list(verdicts())
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_static_filter_gives_pods_with_the_same_node_keys_the_same_verdict_whatever_the_state(seed):
+    before, after = _static_verdicts(seed)
+    assert before == after
+    by_key: dict = {}
+    for name, keys, codes in before:
+        assert by_key.setdefault((name, keys), codes) == codes, name
+
+
+def test_the_static_verdicts_include_pods_that_share_keys_and_verdicts_that_differ_between_nodes():
+    runs = [_static_verdicts(seed)[0] for seed in range(40)]
+    shared = sum(len(run) - len({(name, keys) for name, keys, _ in run}) for run in runs)
+    assert shared >= 50
+    assert {name for run in runs for name, _, codes in run if len(set(codes)) > 1} >= {
+        "NodeUnschedulable", "TaintToleration", "NodeAffinity"}

@@ -164,3 +164,34 @@ def test_a_crowded_clusters_preemptions_verify_where_nominated_nodes_go_to_other
     assert preempted and all(p.node is None for p in preempted)
     assert not {p.pod for p in preempted} & {e.pod for e in plan.evictions}
     assert verify_plan(index, plan) == []
+
+
+def test_kept_static_filter_verdicts_give_the_plan_and_reasons_of_filtering_every_node(monkeypatch):
+    """From the second pod with the same node keys on, the greedy walk reuses the static filters' verdicts over
+    the whole cluster; the plan (nodes, reasons, evictions) is the one a pass over every filter gives."""
+    import kplace.solver.greedy as greedy
+
+    taint = [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]
+    nodes = [node(f"n{i:04d}", cpu="2", labels={"zone": f"z{i % 3}"}, taints=taint if i % 4 == 0 else None,
+                  unschedulable=i % 10 == 7) for i in range(1200)]
+    db = {"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}]}
+    pods = [pod("running", cpu="2", node_name="n0001", priority=0)]
+    pods += [pod(f"web-{i}", cpu="1500m", spec={"nodeSelector": {"zone": "z1"}}) for i in range(300)]
+    pods += [pod(f"db-{i}", cpu="1", priority=5, spec=dict(db, nodeSelector={"zone": "z0"})) for i in range(250)]
+    pods += [pod(f"huge-{i}", cpu="3", spec=db) for i in range(2)]
+
+    def plan(min_nodes):
+        monkeypatch.setattr(greedy, "STATIC_MIN_NODES", min_nodes)
+        state = build_state(*nodes, *pods)
+        scheduler = GreedyScheduler(state.index, state=state)
+        result = scheduler.run()
+        return result, [v for v in scheduler._static.values() if v is not None]
+
+    kept, masks = plan(1000)
+    full, none = plan(10**9)
+    assert masks and not none
+    assert [(p.pod, p.node, p.reason) for p in kept.placements] == [(p.pod, p.node, p.reason) for p in full.placements]
+    assert kept.evictions == full.evictions
+    assert sum(p.node is None for p in kept.placements) >= 2
+    huge = next(p.reason for p in kept.placements if p.pod.endswith("huge-1"))
+    assert huge.startswith("0/1200 nodes are available: 1080 Insufficient cpu, 120 node(s) were unschedulable.")

@@ -70,6 +70,7 @@ def _preferred(pod) -> list[PreferredSchedulingTerm]:
 class NodeAffinity(Plugin):
     name = "NodeAffinity"
     reads_pods = False
+    static_filter = True
     static_score = True  # the node's labels and the pod's preferred terms; normalised by the maximum
 
     def __init__(self, args: dict[str, Any] | None = None) -> None:

@@ -19,6 +19,7 @@ def fits(node_name: str, wanted: str) -> bool:
 class NodeName(Plugin):
     name = "NodeName"
     reads_pods = False
+    static_filter = True
 
     def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         wanted = pod.spec.node_name

@@ -21,6 +21,7 @@ def tolerates_unschedulable(tolerations) -> bool:
 class NodeUnschedulable(Plugin):
     name = "NodeUnschedulable"
     reads_pods = False
+    static_filter = True
 
     def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
         if tolerates_unschedulable(pod.tolerations):

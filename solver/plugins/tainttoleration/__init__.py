@@ -19,6 +19,7 @@ REASON = "node(s) had untolerated taint(s)"
 class TaintToleration(Plugin):
     name = "TaintToleration"
     reads_pods = False
+    static_filter = True
     static_score = True  # the node's taints and the pod's tolerations; normalised by the maximum
 
     def filter(self, state: ClusterState, pod, cycle: CycleState, nodes: np.ndarray) -> FilterResult:
