@@ -202,3 +202,21 @@ def test_the_oracle_reports_kubes_random_candidate_walk_and_the_greedy_engine_fo
     assert lockstep(index, cfg, real).differences == []
     mine = next(iter(trace(index, cfg, follow=lambda p: real[0])))
     assert mine["preemption_walk"] == walk and mine["nominated"] == real[0]["nominated"]
+
+
+def test_at_1200_nodes_the_greedy_run_with_kept_static_verdicts_places_and_preempts_as_kube_does(oracle, tmp_path):
+    """A crowded production-shaped state with dedicated tainted pools (`kplace generate scale`, 1,200 nodes): the
+    greedy run keeps the static filters' verdicts there (no tracer), and ends with kube's placements and victims."""
+    from kplace.solver.greedy import GreedyScheduler
+
+    path = tmp_path / "state.json"
+    path.write_text(dumps(generate("scale", nodes=1200, pods=6000, seed=3, params={"pending": "600", "tenants": "3"})),
+                    encoding="utf-8")
+    real = run_oracle([str(path)], binary=oracle)
+    index, cfg = load_index((str(path),), None)
+    sched = GreedyScheduler(index, cfg, respect_pdbs=False)
+    plan = sched.run()
+    assert any(v is not None for v in sched._static.values())
+    assert {p.pod: p.node for p in plan.placements} == {c["pod"]: c["node"] for c in real}
+    victims = sorted(v for c in real for v in c["victims"])
+    assert victims and sorted(e.pod for e in plan.evictions) == victims
