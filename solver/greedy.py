@@ -233,15 +233,11 @@ class GreedyScheduler:
         feasible_parts, outcomes, done, found, stopped = [], [], 0, 0, False
         while done < n and not stopped:
             part = walk[done : done + chunk]
-            if static is None:
-                out = run_filters(profile, self.state, pod, cycle, part, skipped)
-                self.filter_with_nominated(profile, pod, part, out, skipped, cycle)
-                ok_pos = np.flatnonzero(out.code == 0)
-            else:  # the static filters' kept verdicts, then the others on the nodes that passed them
-                kept = np.flatnonzero(static[part])
-                out = run_filters(profile, self.state, pod, cycle, part[kept], dynamic)
-                self.filter_with_nominated(profile, pod, part[kept], out, dynamic, cycle)
-                ok_pos = kept[out.code == 0]
+            # the static filters' kept verdicts, if any, then the others on the nodes that passed them
+            kept = np.arange(len(part)) if static is None else np.flatnonzero(static[part])
+            out = run_filters(profile, self.state, pod, cycle, part[kept], dynamic)
+            self.filter_with_nominated(profile, pod, part[kept], out, dynamic, cycle)
+            ok_pos = kept[out.code == 0]
             processed_here = len(part)
             if found + len(ok_pos) > want:  # kube stops when it finds one feasible node more than it needs
                 processed_here = int(ok_pos[want - found])

@@ -127,7 +127,6 @@ def test_the_unread_removals_include_pods_the_pod_reading_filters_ignore():
     assert {"InterPodAffinity", "PodTopologySpread"} <= names
 
 
-
 def _static_verdicts(seed: int):
     """(plugin, pending pod's `node_keys`, its Filter's codes on every node) for each static filter
     (`Plugin.static_filter`): on the loaded state, then with every pending pod assumed where it first fits."""
