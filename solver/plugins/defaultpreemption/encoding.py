@@ -22,7 +22,6 @@ compares the measure of its final plan with greedy's).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -45,6 +44,7 @@ class Victims:
     node: dict[int, int] = field(default_factory=dict)  # victim idx → its node
     pdbs: dict[int, list[int]] = field(default_factory=dict)  # PDB index → candidate victims' idx it matches
     allowed: dict[int, int] = field(default_factory=dict)  # PDB index → disruptions it allows
+    freed: dict[int, dict[int, np.ndarray]] = field(default_factory=dict, repr=False)  # `freed_on`, per priority
 
     def below(self, priority: int) -> list[PodInfo]:
         return [v for v in self.pods if v.priority < priority]
@@ -62,17 +62,29 @@ def _inert(index: ClusterIndex, v: PodInfo) -> bool:
                                        for k in _VOLUME_KINDS))
 
 
-def _selected_by(index: ClusterIndex, v: PodInfo, reps: list[tuple[PodInfo, list]]) -> bool:
-    """Some window pod's inter-pod or spread term selects v."""
+def _selected_by(index: ClusterIndex, v: PodInfo, reps: list[tuple[str, tuple, list]]) -> bool:
+    """Some window pod's inter-pod or spread term selects v (a function of v's namespace and labels only); `reps`:
+    `selectors`."""
     ns = ns_labels_of(index, v.namespace)
-    for rep, constraints in reps:
-        t = pod_terms(index, rep)
-        for term in (*t.required_affinity, *t.required_anti, *t.preferred_affinity, *t.preferred_anti):
-            if term.matches(v.namespace, v.labels, ns):
-                return True
-        if rep.namespace == v.namespace and any(c.selector.matches(v.labels) for c in constraints):
+    for namespace, terms, constraints in reps:
+        if any(term.matches(v.namespace, v.labels, ns) for term in terms):
+            return True
+        if namespace == v.namespace and any(c.selector.matches(v.labels) for c in constraints):
             return True
     return False
+
+
+def selectors(index: ClusterIndex, reps: list[PodInfo], profile_of: Callable) -> list[tuple[str, tuple, list]]:
+    """Per window pod, what `_selected_by` reads of it: its namespace, inter-pod terms and spread constraints."""
+    out = []
+    for r in reps:
+        plugin = profile_of(r).plugin("PodTopologySpread")
+        defaults = plugin.default_constraints if plugin is not None else []
+        t = pod_terms(index, r)
+        out.append((r.namespace, (*t.required_affinity, *t.required_anti, *t.preferred_affinity, *t.preferred_anti),
+                    [*pod_constraints(index, r, "DoNotSchedule", defaults),
+                     *pod_constraints(index, r, "ScheduleAnyway", defaults)]))
+    return out
 
 
 def candidates(state: ClusterState, reps: list[PodInfo], profile_of: Callable) -> Victims:
@@ -82,17 +94,18 @@ def candidates(state: ClusterState, reps: list[PodInfo], profile_of: Callable) -
     if not preempting:
         return Victims()
     top = max(r.priority for r in preempting)
-    spread = []
-    for r in reps:
-        plugin = profile_of(r).plugin("PodTopologySpread")
-        defaults = plugin.default_constraints if plugin is not None else []
-        spread.append((r, [*pod_constraints(index, r, "DoNotSchedule", defaults),
-                           *pod_constraints(index, r, "ScheduleAnyway", defaults)]))
+    selecting = selectors(index, reps, profile_of)
     out = Victims()
+    selected: dict[tuple, bool] = {}  # (namespace, labels) → `_selected_by`: replicas share their labels
     for idx in np.flatnonzero((index.pod_node >= 0) & (state.pod_node == index.pod_node)).tolist():
         v = index.pods[idx]
-        if v.priority >= top or v.pod.metadata.deletion_timestamp is not None or not _inert(index, v) \
-                or _selected_by(index, v, spread):
+        if v.priority >= top or v.pod.metadata.deletion_timestamp is not None or not _inert(index, v):
+            continue
+        key = (v.namespace, tuple(sorted(v.labels.items())))
+        hit = selected.get(key)
+        if hit is None:
+            hit = selected[key] = _selected_by(index, v, selecting)
+        if hit:
             continue
         out.pods.append(v)
         out.node[v.idx] = int(state.pod_node[v.idx])
@@ -105,11 +118,19 @@ def candidates(state: ClusterState, reps: list[PodInfo], profile_of: Callable) -
 
 
 def freed_on(victims: Victims, index: ClusterIndex, priority: int) -> dict[int, np.ndarray]:
-    """Per node, the requests (resources, then one pod slot) of the candidates below `priority` there."""
-    out: dict[int, np.ndarray] = defaultdict(lambda: np.zeros(index.pod_req.shape[1] + 1, dtype=np.int64))
-    for v in victims.below(priority):
-        out[victims.node[v.idx]] += np.append(index.pod_req[v.idx], 1)
-    return dict(out)
+    """Per node, the requests (resources, then one pod slot) of the candidates below `priority` there: Σ over the
+    node's candidates v with prio v < priority of (req[v], 1). Computed once per priority; read-only."""
+    hit = victims.freed.get(priority)
+    if hit is None:
+        below = victims.below(priority)
+        idx = np.fromiter((v.idx for v in below), dtype=np.int64, count=len(below))
+        nodes, at = np.unique(np.fromiter((victims.node[i] for i in idx.tolist()), dtype=np.int64, count=len(idx)),
+                              return_inverse=True)
+        sums = np.zeros((len(nodes), index.pod_req.shape[1] + 1), dtype=np.int64)
+        np.add.at(sums, at, np.column_stack([index.pod_req[idx], np.ones(len(idx), dtype=np.int64)]))
+        sums.flags.writeable = False
+        hit = victims.freed[priority] = dict(zip(nodes.tolist(), sums, strict=True))
+    return hit
 
 
 def post(v, victims: Victims, groups: list, profile_of: Callable, respect_pdbs: bool) -> None:

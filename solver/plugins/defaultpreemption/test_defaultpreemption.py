@@ -140,3 +140,33 @@ def test_the_lower_priority_room_kept_up_to_date_equals_one_counted_afresh(seed)
             fresh = defaultpreemption.lower_priority_room(afresh, p, cols)
             assert kept[0].tolist() == fresh[0].tolist()
             assert all(kept[1][c].tolist() == fresh[1][c].tolist() for c in cols)
+
+
+
+@pytest.mark.parametrize(("workload", "nodes", "pods", "seed", "params"),
+                         [s for s in SHAPES if s[0] in ("priority-overload", "scale")])
+def test_the_encodings_candidates_and_the_room_they_free_are_those_counted_pod_by_pod(workload, nodes, pods, seed,
+                                                                                      params, tmp_path):
+    from kplace.solver.cpsat.options import profile_of
+    from kplace.solver.framework.config import default_config
+    from kplace.solver.plugins.defaultpreemption import encoding
+
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(generate(workload, nodes=nodes, pods=pods, seed=seed, params=params)))
+    index = compile_index(load_state([str(path)]))
+    profile = profile_of(default_config())
+    reps = index.pending[::7]
+    got = encoding.candidates(ClusterState(index), reps, profile)
+    top = max(r.priority for r in reps if encoding.may_preempt(r, profile(r)))
+    selecting = encoding.selectors(index, reps, profile)
+    want = [p for p in index.pods if p.node >= 0 and not p.pending and p.priority < top
+            and encoding._inert(index, p) and not encoding._selected_by(index, p, selecting)]
+    assert got.pods and [v.key for v in got.pods] == [v.key for v in want]
+    for priority in sorted({r.priority for r in reps}):
+        counted = {}
+        for v in got.pods:
+            if v.priority < priority:
+                row = counted.setdefault(int(v.node), [0] * (index.pod_req.shape[1] + 1))
+                for r, q in enumerate([*index.pod_req[v.idx].tolist(), 1]):
+                    row[r] += q
+        assert {n: row.tolist() for n, row in encoding.freed_on(got, index, priority).items()} == counted
