@@ -63,6 +63,7 @@ class GreedyRun:
         self._passes, self._pods, self._kept = passes, pods, list(kept)
         self._plan: Plan | None = None
         self._verdict: list | None = None
+        self.verify_seconds: float | None = None  # how long the fork's verification took, once it sent its verdict
         self._verified: tuple | None = None  # what the verdict is of (`_as_verified`)
         self._verifies = passes.opts.deadline is not None  # whether the fork sends a verdict
         self._measure: ScoreMeasure | None = None
@@ -134,7 +135,7 @@ class GreedyRun:
             if self._verifies:  # what the verdict to come is of, before anything here changes the plan
                 self._verified = _as_verified(committed(self._kept, got))
         elif self._verified is not None and self._verdict is None:
-            self._verdict = got
+            self._verdict, self.verify_seconds = got
         else:
             self._measure, self._measured = got, True
             self.close()
@@ -175,7 +176,9 @@ def _run_in_child(passes: GreedyPasses, pods: list[PodInfo], kept: list[Placemen
         greedy = passes.whole(pods)
         conn.send(greedy)
         if verifies:
-            conn.send(verify_plan(passes.index, committed(kept, greedy), passes.opts.allow_pdb_violations))
+            started = time.perf_counter()
+            verdict = verify_plan(passes.index, committed(kept, greedy), passes.opts.allow_pdb_violations)
+            conn.send((verdict, time.perf_counter() - started))
         conn.send(_measure(passes, greedy))
     except BaseException as exc:  # the parent runs what is missing itself
         conn.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
@@ -252,10 +255,18 @@ def places_all(plan: Plan) -> bool:
 
 
 def rest_left_to_greedy(plan: Plan, greedy: Plan, pods: list[PodInfo], left: int) -> Plan:
-    """The deadline left no time for the `left` windows undecided, and one greedy run over every pod (`greedy`)
-    has ended: its plan, the one whole plan there is in time (the windows decided so far are not)."""
+    """The deadline leaves no time for the `left` windows undecided, not even as greedy passes, and one greedy run
+    over every pod (`greedy`) has ended: its plan, the one whole plan there is in time (the windows decided so far
+    are not)."""
     return _greedy_instead(plan, greedy, {p.key for p in pods}, f"the deadline left no time for the {left} "
                            "window(s) left, and one greedy run over all the pods had ended; the greedy plan is used")
+
+
+def unverified_to_greedy(plan: Plan, greedy: Plan, pods: list[PodInfo]) -> Plan:
+    """The deadline leaves no time to verify the windows' plan, and one greedy run over every pod (`greedy`), which
+    the fork verified, has ended: its plan."""
+    return _greedy_instead(plan, greedy, {p.key for p in pods}, "the deadline left no time to verify the windows' "
+                           "plan; one greedy run over all the pods, verified while the windows were decided, is used")
 
 
 def _pass_instead(plan: Plan, keys: set[str], placements: list[Placement]) -> Plan:

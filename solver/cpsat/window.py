@@ -53,7 +53,7 @@ from .preemption import preemptors, representable, window_victims
 from .ranking import Vector, attempts_vector, lex_less, net_vectors, standings, window_measures
 from .scope import components, group_scope
 from .variables import EVICTED
-from .whole_run import GreedyRun, at_least_greedy, cut_windows, rest_left_to_greedy
+from .whole_run import GreedyRun, at_least_greedy, cut_windows, rest_left_to_greedy, unverified_to_greedy
 
 INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy's plan (objective = pods placed)
 
@@ -80,6 +80,10 @@ class CpsatScheduler:
         self._greedy = GreedyPasses(index, self.config, self.opts)
         self._reasons = Reasons(index, self._profile)
         self._greedy_seconds = 0.0  # wall time the windows' greedy passes took (what one greedy run would take)
+        self._kube_seconds, self._kube_pods = 0.0, 0  # kube's pass alone over the windows so far: time and pods
+        self._after = 0  # pods in the windows after the one being decided
+        self._total = 0  # pods in all the windows
+        self._whole: GreedyRun | None = None
         self._measure_seconds, self._measured_pods = 0.0, 0  # the windows' score measures: time and window pods
         self._executor = Chooser(self.opts.executor, self.opts.workers, self.opts.ray_address)
 
@@ -110,6 +114,7 @@ class CpsatScheduler:
         if len(windows) > 1:
             whole = GreedyRun(self._greedy, pods, parallel=self.opts.executor in ("auto", "pool"),
                               kept=plan.placements)
+        self._whole, self._total = whole, len(pods)
         try:
             left = self._windows(plan, windows, names, started, whole)
             plan.warnings.extend(unimplemented_warnings(pods))
@@ -123,6 +128,9 @@ class CpsatScheduler:
                     plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods,
                                                        whole.result(), measure=measure, reorder=reorder)
             if whole is not None:
+                if whole.ended() and plan is not whole.plan() and not self._finishes(0, whole=whole):
+                    whole_check = "greedy's run used"  # no time to verify the windows' plan
+                    plan = unverified_to_greedy(plan, whole.plan(), pods)
                 plan.verified = whole.verdict_for(plan)
         finally:
             if whole is not None:
@@ -144,7 +152,7 @@ class CpsatScheduler:
                 return "skipped", False, False  # run here: one greedy run takes about what the windows' passes took
             if whole.result(timeout=max(0.0, deadline - time.perf_counter())) is None:
                 return "skipped", False, False
-        left = deadline - time.perf_counter()
+        left = deadline - time.perf_counter() - self._verify_seconds(whole)
         placed = {p.pod for p in plan.placements if p.node}
         measure = True
         if self.opts.objective == "default" and not plan.evictions and all(p.key in placed for p in pods):
@@ -154,23 +162,36 @@ class CpsatScheduler:
 
     def _windows(self, plan: Plan, windows: list[list[PodInfo]], names: list[str], started: float,
                  whole: GreedyRun | None) -> int:
-        """Every window decided in turn into `plan` (the run began at `started`), the state moving on with each;
-        once the deadline has passed, or leaves no time for one more window (`_no_time_for`), and the plan of
-        `whole`, one greedy run over every pod, is at hand, the windows left are not decided (how many is
-        returned): the deadline is for the whole decision, and that plan is the best whole plan there is."""
+        """Every window decided in turn into `plan` (the run began at `started`), the state moving on with each.
+        Under a deadline (`_finishes`): a window is searched only when, after it, greedy passes over the windows
+        left and the verification still end in time, else it and every later window take greedy's plan on the
+        state the earlier ones left (the run is then held to one greedy run over every pod, as any other); when
+        not even those passes would end in time and `whole`, one greedy run over every pod, is under way in a fork,
+        the windows left are not decided (how many is returned): that run's plan, waited for, is the one whole plan
+        there is in time."""
         modelled: list[float] = []  # wall seconds of the windows decided with a model
+        greedy_only = False  # from here on, greedy passes only: the deadline leaves no time for a model
+        rest = self._total
         for k, wpods in enumerate(windows):
-            if whole is not None and self._no_time_for(modelled) and whole.ended():
+            if whole is not None and (whole.forked or whole.ended()) and not self._finishes(rest, whole=whole):
+                whole.plan()
                 plan.windows.extend(_deadline_window(w, "FALLBACK", [], 0.0) for w in windows[k:])
                 return len(windows) - k
+            rest -= len(wpods)
+            self._after = rest
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
             remaining = self.opts.time_limit - spent
-            if self._clock.past_deadline():
+            greedy_only = greedy_only or self._clock.past_deadline() or (
+                bool(modelled) and not self._finishes(rest, max(modelled[-3:]), whole))
+            if greedy_only:
                 window, placed, evictions = self.greedy_window(wpods)
             else:
                 began = time.perf_counter()
                 window, placed, evictions = self.solve_window(wpods, max(0.05, remaining / (len(windows) - k)))
-                modelled.append(time.perf_counter() - began)
+                if window.get("deadline"):
+                    greedy_only = True  # the window found no time for a model
+                else:
+                    modelled.append(time.perf_counter() - began)
             self._reasons.fill(self.state, placed)
             plan.windows.append(window)
             plan.placements.extend(placed)
@@ -181,13 +202,25 @@ class CpsatScheduler:
                 plan.evictions.append(Eviction(victim.key, names[node], preemptor.key, victim.priority, violates))
         return 0
 
-    def _no_time_for(self, modelled: list[float]) -> bool:
-        """The deadline has passed, or would before one more window is decided: it is nearer than the longest of
-        the last three windows decided with a model took (building a model is not cut short)."""
+    def _finishes(self, pods: int, extra: float = 0.0, whole: GreedyRun | None = None) -> bool:
+        """No deadline, or the run still ends before it after `extra` seconds more, greedy passes over `pods` more
+        pods (at the rate kube's passes went so far; none yet: no estimate, it does) and the verification of the
+        plan (`_verify_seconds`)."""
         deadline = self._clock.deadline
         if deadline is None:
-            return False
-        return time.perf_counter() + max(modelled[-3:], default=0.0) >= deadline
+            return True
+        if not self._kube_pods:
+            return time.perf_counter() + extra < deadline
+        rate = self._kube_seconds / self._kube_pods
+        return time.perf_counter() + extra + rate * pods + self._verify_seconds(whole) < deadline
+
+    def _verify_seconds(self, whole: GreedyRun | None) -> float:
+        """How long verifying the plan will take: as long as the fork's verification of greedy's took when it has
+        sent it, else a cautious guess, half a greedy pass over every pod (a verifier's replay of the state is of
+        that order)."""
+        if whole is not None and whole.verify_seconds is not None:
+            return whole.verify_seconds
+        return 0.5 * self._kube_seconds / self._kube_pods * self._total if self._kube_pods else 0.0
 
     def _report_deadline(self, plan: Plan, whole_check: str) -> None:
         """The plan's `deadline` field and warning, when the deadline cut a search or decided a window."""
@@ -223,13 +256,17 @@ class CpsatScheduler:
         placed = attempted(self.index, pods, attempts)
         seconds = time.perf_counter() - started
         self._greedy_seconds += seconds
+        self._kube_seconds += seconds
+        self._kube_pods += len(pods)
         return _deadline_window(pods, "FALLBACK", placed, seconds), placed, evictions
 
     def solve_window(self, pods: list[PodInfo], seconds: float) -> tuple[dict[str, Any], list[Placement], list]:
         started = time.perf_counter()
         base = self._greedy.baselines(self.state, pods)
         self._greedy_seconds += time.perf_counter() - started
-        if self._clock.past_deadline():  # no time for a model: the best greedy pass stands
+        self._kube_seconds += base.kube_seconds
+        self._kube_pods += len(pods)
+        if not self._finishes(self._after, whole=self._whole):  # no time for a model: the best greedy pass stands
             fallback = base.fallback_attempts
             fb_net = net_vectors(pods, ({i for i, a in fallback.items() if a.node is not None},
                                         [v.priority for a in fallback.values() for v, _ in a.evictions]))[0]

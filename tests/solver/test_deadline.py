@@ -330,9 +330,11 @@ def test_the_forked_runs_verdict_is_only_for_the_plan_it_verified():
         run.close()
 
 
-def test_a_deadline_nearer_than_a_window_takes_ends_the_windows_before_it_passes(monkeypatch):
-    """The first window takes 60 s (the clock jumps inside it) of a 100 s deadline: the 40 s left cannot hold
-    another such window, so the windows left are not decided and greedy's whole run is used before the deadline."""
+def test_a_deadline_nearer_than_a_window_takes_leaves_the_windows_left_to_greedy_passes_and_the_run_held_to_greedy(
+        monkeypatch):
+    """The first window takes 60 s (the clock jumps inside it) of a 100 s deadline: the 40 s left cannot hold another
+    such window, so the windows left take greedy's plan on the state the first left, before the deadline, and the
+    whole run is held to one greedy run over every pod."""
     from kplace.solver.cpsat import window as window_mod
 
     index, jump = _state(12, 30), _jumping_clock_and_a_waited_greedy_run(monkeypatch)
@@ -345,7 +347,64 @@ def test_a_deadline_nearer_than_a_window_takes_ends_the_windows_before_it_passes
 
     monkeypatch.setattr(window_mod.CpsatScheduler, "solve_window", slow)
     plan = schedule_cpsat(index, default_config(), CpsatOptions(window=10, time_limit=5, deadline=100.0))
+    greedy = schedule_greedy(index, default_config())
     assert plan.seconds < 100
-    assert plan.deadline["whole_run_check"] == "greedy's run used" and plan.deadline["fallback_windows"] == [1, 2]
+    assert plan.deadline["fallback_windows"] == [1, 2] and not plan.windows[0].get("deadline")
+    assert plan.deadline["whole_run_check"] == "done"
+    assert not lex_less(_net(index, plan), _net(index, greedy))
+    assert verify_plan(index, plan) == []
+
+
+def _slow_greedy(monkeypatch, seconds: float) -> None:
+    """Kube's pass over each window reads as `seconds` longer than it took: the rate the deadline's estimates use."""
+    import dataclasses
+
+    from kplace.solver.cpsat.baselines import GreedyPasses
+
+    real = GreedyPasses.baselines
+    monkeypatch.setattr(GreedyPasses, "baselines", lambda self, state, pods: dataclasses.replace(
+        real(self, state, pods), kube_seconds=seconds))
+
+
+def test_when_not_even_greedy_passes_over_the_windows_left_would_end_in_time_the_forked_greedy_run_is_waited_for(
+        monkeypatch):
+    from kplace.solver.executors import usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("the greedy run is forked only with two usable cores")
+    index = _state(12, 30)
+    _slow_greedy(monkeypatch, 1000.0)  # 100 s a pod: nothing but the fork's run ends within the deadline
+    plan = schedule_cpsat(index, default_config(), CpsatOptions(window=10, time_limit=5, deadline=100.0))
+    assert plan.windows[0]["deadline"] and plan.windows[0]["objective"] is None  # no model: no time for one
+    assert plan.deadline["whole_run_check"] == "greedy's run used"
+    assert plan.deadline["fallback_windows"] == [0, 1, 2]
     assert any("no time for the 2 window(s) left" in w for w in plan.warnings)
     assert plan.assignment() == schedule_greedy(index, default_config()).assignment()
+    assert plan.verified == []
+
+
+def test_a_windows_plan_there_is_no_time_left_to_verify_gives_way_to_the_verified_greedy_run(monkeypatch):
+    """The verification would take longer than the time left once the windows are decided (and the windows' plan
+    stands against one greedy run, as if it placed more): greedy's whole run, which the fork verified, is
+    committed, and the plan says why."""
+    from kplace.solver.cpsat import window as window_mod
+    from kplace.solver.executors import usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("the greedy run is forked only with two usable cores")
+    index = _state(4, 60)
+    monkeypatch.setattr(window_mod, "at_least_greedy", lambda passes, reasons, state, plan, *a, **k: (plan, state))
+    ended = [False]
+    real = window_mod.CpsatScheduler._verify_seconds
+    monkeypatch.setattr(window_mod.CpsatScheduler, "_verify_seconds",
+                        lambda self, whole: 1e6 if ended[0] else real(self, whole))
+
+    def on_window(done, total, placed, decided):
+        ended[0] = done == total
+
+    opts = CpsatOptions(window=10, time_limit=5, deadline=600.0, on_window=on_window)
+    plan = schedule_cpsat(index, default_config(), opts)
+    greedy = schedule_greedy(index, default_config())
+    assert any("no time to verify the windows' plan" in w for w in plan.warnings)
+    assert plan.deadline["whole_run_check"] == "greedy's run used"
+    assert plan.assignment() == greedy.assignment() and plan.verified == []
