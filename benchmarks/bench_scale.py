@@ -67,6 +67,14 @@ def _by_priority(plan) -> dict[str, int]:
     return {k: v["placed"] for k, v in plan.summary()["by_priority"].items()}
 
 
+def _digest(plan) -> str:
+    """The plan's placements and evictions, hashed: equal digests, the same plan."""
+    import hashlib
+
+    text = repr((sorted((p.pod, p.node) for p in plan.placements), sorted((e.pod, e.node) for e in plan.evictions)))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def step(name: str, path: str, args: argparse.Namespace) -> dict:
     if name == "generate":
         nodes, pods, pending = args.size_tuple
@@ -95,18 +103,22 @@ def step(name: str, path: str, args: argparse.Namespace) -> dict:
         t2 = time.perf_counter()
         out.update(schedule_s=round(t1 - t0, 2), verify_s=round(t2 - t1, 2), violations=len(violations),
                    pods=len(pods), pods_per_s=round(len(pods) / max(t1 - t0, 1e-9), 1), placed=_by_priority(plan),
+                   digest=_digest(plan),
                    rss_mib=_rss_mib())
         return out
     if name == "cpsat":
         from kplace.solver.cpsat import CpsatOptions
         from kplace.solver.schedule import decide
 
-        opts = CpsatOptions(time_limit=args.time_limit, deadline=args.time_limit, window=args.window)
+        opts = CpsatOptions(time_limit=args.time_limit, deadline=args.time_limit, window=args.window,
+                            executor=args.executor)
         t0 = time.perf_counter()
         plan = decide(index, config, "cpsat", cpsat_options=opts)
         t1 = time.perf_counter()
         out.update(decide_s=round(t1 - t0, 2), time_limit=args.time_limit, placed=_by_priority(plan),
-                   deadline=plan.deadline, windows=len(plan.windows),
+                   deadline=plan.deadline, windows=len(plan.windows), executor=args.executor,
+                   modelled=sum(1 for w in plan.windows if not w.get("deadline")), digest=_digest(plan),
+                   warnings=plan.warnings,
                    statuses={s: sum(1 for w in plan.windows if w["status"] == s)
                              for s in {w["status"] for w in plan.windows}},
                    rss_mib=_rss_mib())
@@ -118,6 +130,7 @@ def _run_step(name: str, path: str, args: argparse.Namespace) -> dict:
     """The step in a child process under the memory and time watchdog."""
     cmd = [sys.executable, __file__, "--worker", name, "--state", path, "--size", args.size_text,
            "--time-limit", str(args.time_limit), "--window", str(args.window), "--seed", str(args.seed),
+           "--executor", args.executor,
            "--greedy-pods", str(args.greedy_pods)]
     with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
         proc = subprocess.Popen([*cmd, "--result", out.name])
@@ -176,6 +189,7 @@ def render(results: list[dict], args: argparse.Namespace) -> str:
              f"{args.step_timeout:.0f} s):", "",
              f"    .venv/bin/python benchmarks/bench_scale.py --size {' --size '.join(r['size'] for r in results)}"
              f" --time-limit {args.time_limit:g} --steps {','.join(args.steps)}"
+             + (f" --executor {args.executor}" if args.executor != "auto" else "")
              + (f" --greedy-pods {args.greedy_pods}" if args.greedy_pods else ""), "",
              f"Machine: {machine()}; shared with other work while measured (one run per figure).", "",
              "| nodes × pods (pending) | generate | load + compile | load RSS | greedy sched (pods) | greedy pods/s | "
@@ -227,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", default=",".join(STEPS), help="comma-separated among " + ", ".join(STEPS))
     ap.add_argument("--time-limit", type=float, default=60.0, help="CP-SAT's --time-limit and deadline (s)")
     ap.add_argument("--window", type=int, default=1000)
+    ap.add_argument("--executor", default="auto", help="the CP-SAT step's --executor (auto, inprocess, pool, ray)")
     ap.add_argument("--greedy-pods", type=int, default=0,
                     help="the greedy step schedules the first N pending pods only (0: all); the CP-SAT step, which "
                          "compares with greedy's pods placed, is then left out")

@@ -61,6 +61,7 @@ Decided = tuple[str, list[Placement], list]  # status, placements, (victim, node
 
 
 DEADLINE_PASSED = "deadline for the decision passed"  # the words of the warning a plan the deadline reached carries
+SLACK = 1.25  # how much longer than estimated what is left of a run under a deadline is planned to take
 
 
 class CpsatScheduler:
@@ -205,14 +206,12 @@ class CpsatScheduler:
     def _finishes(self, pods: int, extra: float = 0.0, whole: GreedyRun | None = None) -> bool:
         """No deadline, or the run still ends before it after `extra` seconds more, greedy passes over `pods` more
         pods (at the rate kube's passes went so far; none yet: no estimate, it does) and the verification of the
-        plan (`_verify_seconds`)."""
+        plan (`_verify_seconds`), all SLACK times as long as estimated (a run that overshoots loses its windows)."""
         deadline = self._clock.deadline
         if deadline is None:
             return True
-        if not self._kube_pods:
-            return time.perf_counter() + extra < deadline
-        rate = self._kube_seconds / self._kube_pods
-        return time.perf_counter() + extra + rate * pods + self._verify_seconds(whole) < deadline
+        rate = self._kube_seconds / self._kube_pods if self._kube_pods else 0.0
+        return time.perf_counter() + SLACK * (extra + rate * pods + self._verify_seconds(whole)) < deadline
 
     def _verify_seconds(self, whole: GreedyRun | None) -> float:
         """How long verifying the plan will take: as long as the fork's verification of greedy's took when it has
