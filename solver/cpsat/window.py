@@ -16,13 +16,16 @@ Per window (earlier windows' placements are fixed for later ones):
    reordered pass it started from when that places more than greedy (status FEASIBLE), else greedy's plan:
    status FALLBACK. The chosen plan becomes placements (`assemble`).
 A run of several windows is then held to one greedy run over all its pods (`whole_run`).
-Deadline (`CpsatOptions.deadline`, wall seconds for the whole decision): once it passes, no further search runs
-(a search under way stops there, `clock`), the window under way takes its greedy passes' best plan, every later
-window greedy's plan on the state earlier windows left (status FALLBACK, `"deadline": true`) until one greedy
-run over every pod has ended: from then on (or as soon as the deadline is nearer than a window takes) the
-windows left are not decided and that run's plan is used; the whole-run comparison is skipped when that run
-would not end in time; the plan's `deadline` field and a warning say so. Every plan so chosen is one the window
-verification accepts (greedy's at worst), and a run the deadline never reaches is the deterministic one.
+Deadline (`CpsatOptions.deadline`, wall seconds for the whole decision): a window is searched only while, after
+it, greedy passes over the windows left and the plan's verification are estimated to end in time (`_finishes`:
+kube's passes so far give the rate, the forked run's verification its length); from the first window that does
+not fit, every window takes greedy's plan on the state the earlier ones left (status FALLBACK, `"deadline":
+true`) and the run is held to one greedy run over every pod as any other. When not even those passes would end in
+time, the forked greedy run over every pod is waited for and its plan used (the windows left are not decided); a
+search under way when the deadline passes stops there (`clock`); the comparisons with that run that would not
+end in time are skipped, and a windows' plan there is no time left to verify gives way to it (the fork verified
+it). The plan's `deadline` field and a warning say so. Every plan so chosen is one the window verification
+accepts (greedy's at worst), and a run the deadline never reaches is the deterministic one.
 Deterministic mode (the default): interleaved search and a deterministic time limit, so the same seed and
 input give the same plan whatever the machine's load; `deterministic=False` uses wall-clock limits and a
 parallel portfolio instead.
