@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kplace.solver.cpsat.window import DEADLINE_PASSED
+from kplace.solver.cpsat.window import DEADLINE_WORDS
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "user-guide.md"
@@ -74,7 +74,7 @@ def _run_once() -> tuple[dict[str, str], list[str]]:
             if res.returncode != 0:
                 raise SystemExit(f"walkthrough: `{command}` exited {res.returncode}:\n{res.stderr}")
             text = (res.stdout + res.stderr).rstrip()
-            if DEADLINE_PASSED in text:  # the plan's warning (`kplace: warning: ...`)
+            if DEADLINE_WORDS in text:  # the plan's warning (`kplace: warning: ...`)
                 cut.append(name)
             out[name] = "\n".join(line.rstrip() for line in text.splitlines()[:40])
     return out, cut

@@ -63,7 +63,7 @@ INCUMBENT = "greedy plan (incumbent)"  # progress stage: the window holds greedy
 Decided = tuple[str, list[Placement], list]  # status, placements, (victim, node, preemptor, violates a PDB)
 
 
-DEADLINE_PASSED = "deadline for the decision passed"  # the words of the warning a plan the deadline reached carries
+DEADLINE_WORDS = "deadline for the decision"  # words of the warning a plan the deadline shaped carries
 SLACK = 1.25  # how much longer than estimated what is left of a run under a deadline is planned to take
 
 
@@ -84,7 +84,7 @@ class CpsatScheduler:
         self._greedy = GreedyPasses(index, self.config, self.opts)
         self._reasons = Reasons(index, self._profile)
         self._greedy_seconds = 0.0  # wall time the windows' greedy passes took (what one greedy run would take)
-        self._kube_seconds, self._kube_pods = 0.0, 0  # kube's pass alone over the windows so far: time and pods
+        self._kube: list[tuple[float, int]] = []  # per window so far, kube's pass alone over it: (seconds, pods)
         self._after = 0  # pods in the windows after the one being decided
         self._total = 0  # pods in all the windows
         self._whole: GreedyRun | None = None
@@ -168,33 +168,26 @@ class CpsatScheduler:
                  whole: GreedyRun | None) -> int:
         """Every window decided in turn into `plan` (the run began at `started`), the state moving on with each.
         Under a deadline (`_finishes`): a window is searched only when, after it, greedy passes over the windows
-        left and the verification still end in time, else it and every later window take greedy's plan on the
-        state the earlier ones left (the run is then held to one greedy run over every pod, as any other); when
-        not even those passes would end in time and `whole`, one greedy run over every pod, is under way in a fork,
-        the windows left are not decided (how many is returned): that run's plan, waited for, is the one whole plan
-        there is in time."""
+        left and the verification are still estimated to end in time, else it takes greedy's plan on the state the
+        earlier ones left (the run is then held to one greedy run over every pod, as any other); when not even
+        those passes would end in time and `whole`, one greedy run over every pod, has ended, the windows left are
+        not decided (how many is returned): that run's plan is the one whole plan there is in time."""
         modelled: list[float] = []  # wall seconds of the windows decided with a model
-        greedy_only = False  # from here on, greedy passes only: the deadline leaves no time for a model
         rest = self._total
         for k, wpods in enumerate(windows):
-            if whole is not None and (whole.forked or whole.ended()) and not self._finishes(rest, whole=whole):
-                whole.plan()
+            if whole is not None and whole.ended() and not self._finishes(rest, whole=whole):
                 plan.windows.extend(_deadline_window(w, "FALLBACK", [], 0.0) for w in windows[k:])
                 return len(windows) - k
             rest -= len(wpods)
             self._after = rest
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
             remaining = self.opts.time_limit - spent
-            greedy_only = greedy_only or self._clock.past_deadline() or (
-                bool(modelled) and not self._finishes(rest, max(modelled[-3:]), whole))
-            if greedy_only:
+            if self._clock.past_deadline() or not self._finishes(rest, max(modelled[-3:], default=0.0), whole):
                 window, placed, evictions = self.greedy_window(wpods)
             else:
                 began = time.perf_counter()
                 window, placed, evictions = self.solve_window(wpods, max(0.05, remaining / (len(windows) - k)))
-                if window.get("deadline"):
-                    greedy_only = True  # the window found no time for a model
-                else:
+                if not window.get("deadline"):
                     modelled.append(time.perf_counter() - began)
             self._reasons.fill(self.state, placed)
             plan.windows.append(window)
@@ -208,13 +201,17 @@ class CpsatScheduler:
 
     def _finishes(self, pods: int, extra: float = 0.0, whole: GreedyRun | None = None) -> bool:
         """No deadline, or the run still ends before it after `extra` seconds more, greedy passes over `pods` more
-        pods (at the rate kube's passes went so far; none yet: no estimate, it does) and the verification of the
+        pods (at kube's passes' `_rate`; none yet: no estimate, it does) and the verification of the
         plan (`_verify_seconds`), all SLACK times as long as estimated (a run that overshoots loses its windows)."""
         deadline = self._clock.deadline
         if deadline is None:
             return True
-        rate = self._kube_seconds / self._kube_pods if self._kube_pods else 0.0
-        return time.perf_counter() + SLACK * (extra + rate * pods + self._verify_seconds(whole)) < deadline
+        return time.perf_counter() + SLACK * (extra + self._rate() * pods + self._verify_seconds(whole)) < deadline
+
+    def _rate(self) -> float:
+        """Seconds per pod of kube's passes over the last three windows (the first ones also warm caches up)."""
+        last = self._kube[-3:]
+        return sum(s for s, _ in last) / max(1, sum(n for _, n in last))
 
     def _verify_seconds(self, whole: GreedyRun | None) -> float:
         """How long verifying the plan will take: as long as the fork's verification of greedy's took when it has
@@ -222,7 +219,7 @@ class CpsatScheduler:
         that order)."""
         if whole is not None and whole.verify_seconds is not None:
             return whole.verify_seconds
-        return 0.5 * self._kube_seconds / self._kube_pods * self._total if self._kube_pods else 0.0
+        return 0.5 * self._rate() * self._total
 
     def _report_deadline(self, plan: Plan, whole_check: str) -> None:
         """The plan's `deadline` field and warning, when the deadline cut a search or decided a window."""
@@ -244,7 +241,9 @@ class CpsatScheduler:
         elif whole_check == "pods placed only":
             parts.append("the run was compared with one greedy run over all its pods on pods placed only (no time "
                          "left for the score measure)")
-        plan.warnings.append(f"the {self.opts.deadline:g} s {DEADLINE_PASSED}: " + "; ".join(parts)
+        when = ("passed" if plan.seconds >= self.opts.deadline
+                else f"was near (the decision ended at {plan.seconds:.1f} s)")
+        plan.warnings.append(f"the {self.opts.deadline:g} s {DEADLINE_WORDS} {when}: " + "; ".join(parts)
                              + "; this plan is not the deterministic one (rerun with a longer --deadline for it)")
 
     def greedy_window(self, pods: list[PodInfo]) -> tuple[dict[str, Any], list[Placement], list]:
@@ -258,16 +257,14 @@ class CpsatScheduler:
         placed = attempted(self.index, pods, attempts)
         seconds = time.perf_counter() - started
         self._greedy_seconds += seconds
-        self._kube_seconds += seconds
-        self._kube_pods += len(pods)
+        self._kube.append((seconds, len(pods)))
         return _deadline_window(pods, "FALLBACK", placed, seconds), placed, evictions
 
     def solve_window(self, pods: list[PodInfo], seconds: float) -> tuple[dict[str, Any], list[Placement], list]:
         started = time.perf_counter()
         base = self._greedy.baselines(self.state, pods)
         self._greedy_seconds += time.perf_counter() - started
-        self._kube_seconds += base.kube_seconds
-        self._kube_pods += len(pods)
+        self._kube.append((base.kube_seconds, len(pods)))
         if not self._finishes(self._after, whole=self._whole):  # no time for a model: the best greedy pass stands
             fallback = base.fallback_attempts
             fb_net = net_vectors(pods, ({i for i, a in fallback.items() if a.node is not None},
