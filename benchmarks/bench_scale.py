@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import os
 import resource
@@ -69,8 +70,6 @@ def _by_priority(plan) -> dict[str, int]:
 
 def _digest(plan) -> str:
     """The plan's placements and evictions, hashed: equal digests, the same plan."""
-    import hashlib
-
     text = repr((sorted((p.pod, p.node) for p in plan.placements), sorted((e.pod, e.node) for e in plan.evictions)))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 

@@ -21,7 +21,7 @@ it, greedy passes over the windows left and the plan's verification are estimate
 kube's passes so far give the rate, the forked run's verification its length); from the first window that does
 not fit, every window takes greedy's plan on the state the earlier ones left (status FALLBACK, `"deadline":
 true`) and the run is held to one greedy run over every pod as any other. When not even those passes would end in
-time, the forked greedy run over every pod is waited for and its plan used (the windows left are not decided); a
+time and the forked greedy run over every pod has ended, its plan is used (the windows left are not decided); a
 search under way when the deadline passes stops there (`clock`); the comparisons with that run that would not
 end in time are skipped, and a windows' plan there is no time left to verify gives way to it (the fork verified
 it). The plan's `deadline` field and a warning say so. Every plan so chosen is one the window verification
@@ -132,7 +132,7 @@ class CpsatScheduler:
                     plan, self.state = at_least_greedy(self._greedy, self._reasons, self.state, plan, pods,
                                                        whole.result(), measure=measure, reorder=reorder)
             if whole is not None:
-                if whole.ended() and plan is not whole.plan() and not self._finishes(0, whole=whole):
+                if whole.ended() and plan is not whole.plan() and not self._finishes(0):
                     whole_check = "greedy's run used"  # no time to verify the windows' plan
                     plan = unverified_to_greedy(plan, whole.plan(), pods)
                 plan.verified = whole.verdict_for(plan)
@@ -156,7 +156,7 @@ class CpsatScheduler:
                 return "skipped", False, False  # run here: one greedy run takes about what the windows' passes took
             if whole.result(timeout=max(0.0, deadline - time.perf_counter())) is None:
                 return "skipped", False, False
-        left = deadline - time.perf_counter() - self._verify_seconds(whole)
+        left = deadline - time.perf_counter() - self._verify_seconds()
         placed = {p.pod for p in plan.placements if p.node}
         measure = True
         if self.opts.objective == "default" and not plan.evictions and all(p.key in placed for p in pods):
@@ -175,14 +175,14 @@ class CpsatScheduler:
         modelled: list[float] = []  # wall seconds of the windows decided with a model
         rest = self._total
         for k, wpods in enumerate(windows):
-            if whole is not None and whole.ended() and not self._finishes(rest, whole=whole):
+            if whole is not None and whole.ended() and not self._finishes(rest):
                 plan.windows.extend(_deadline_window(w, "FALLBACK", [], 0.0) for w in windows[k:])
                 return len(windows) - k
             rest -= len(wpods)
             self._after = rest
             spent = self._clock.searched if self.opts.deterministic else time.perf_counter() - started
             remaining = self.opts.time_limit - spent
-            if self._clock.past_deadline() or not self._finishes(rest, max(modelled[-3:], default=0.0), whole):
+            if self._clock.past_deadline() or not self._finishes(rest, max(modelled[-3:], default=0.0)):
                 window, placed, evictions = self.greedy_window(wpods)
             else:
                 began = time.perf_counter()
@@ -199,24 +199,25 @@ class CpsatScheduler:
                 plan.evictions.append(Eviction(victim.key, names[node], preemptor.key, victim.priority, violates))
         return 0
 
-    def _finishes(self, pods: int, extra: float = 0.0, whole: GreedyRun | None = None) -> bool:
+    def _finishes(self, pods: int, extra: float = 0.0) -> bool:
         """No deadline, or the run still ends before it after `extra` seconds more, greedy passes over `pods` more
         pods (at kube's passes' `_rate`; none yet: no estimate, it does) and the verification of the
         plan (`_verify_seconds`), all SLACK times as long as estimated (a run that overshoots loses its windows)."""
         deadline = self._clock.deadline
         if deadline is None:
             return True
-        return time.perf_counter() + SLACK * (extra + self._rate() * pods + self._verify_seconds(whole)) < deadline
+        return time.perf_counter() + SLACK * (extra + self._rate() * pods + self._verify_seconds()) < deadline
 
     def _rate(self) -> float:
         """Seconds per pod of kube's passes over the last three windows (the first ones also warm caches up)."""
         last = self._kube[-3:]
         return sum(s for s, _ in last) / max(1, sum(n for _, n in last))
 
-    def _verify_seconds(self, whole: GreedyRun | None) -> float:
+    def _verify_seconds(self) -> float:
         """How long verifying the plan will take: as long as the fork's verification of greedy's took when it has
         sent it, else a cautious guess, half a greedy pass over every pod (a verifier's replay of the state is of
         that order)."""
+        whole = self._whole
         if whole is not None and whole.verify_seconds is not None:
             return whole.verify_seconds
         return 0.5 * self._rate() * self._total
@@ -247,8 +248,8 @@ class CpsatScheduler:
                              + "; this plan is not the deterministic one (rerun with a longer --deadline for it)")
 
     def greedy_window(self, pods: list[PodInfo]) -> tuple[dict[str, Any], list[Placement], list]:
-        """A window decided after the deadline: greedy's plan (kube's, preemption included) on the state earlier
-        windows left, with no other pass and no model; the state moves on to it."""
+        """A window the deadline leaves no time to search: greedy's plan (kube's, preemption included) on the state
+        earlier windows left, with no other pass and no model; the state moves on to it."""
         started = time.perf_counter()
         preemption = any(self._profile(p).preemption for p in pods)
         self.state, attempts = self._greedy.run(self.state, pods, preemption=preemption)
@@ -265,7 +266,7 @@ class CpsatScheduler:
         base = self._greedy.baselines(self.state, pods)
         self._greedy_seconds += time.perf_counter() - started
         self._kube.append((base.kube_seconds, len(pods)))
-        if not self._finishes(self._after, whole=self._whole):  # no time for a model: the best greedy pass stands
+        if not self._finishes(self._after):  # no time for a model: the best greedy pass stands
             fallback = base.fallback_attempts
             fb_net = net_vectors(pods, ({i for i, a in fallback.items() if a.node is not None},
                                         [v.priority for a in fallback.values() for v, _ in a.evictions]))[0]

@@ -357,7 +357,7 @@ def test_a_deadline_nearer_than_a_window_takes_leaves_the_windows_left_to_greedy
 
 
 def _slow_greedy(monkeypatch, seconds: float) -> None:
-    """Kube's pass over each window reads as `seconds` longer than it took: the rate the deadline's estimates use."""
+    """Kube's pass over each window reads as taking `seconds`: the rate the deadline's estimates use."""
     import dataclasses
 
     from kplace.solver.cpsat.baselines import GreedyPasses
@@ -402,7 +402,7 @@ def test_a_windows_plan_there_is_no_time_left_to_verify_gives_way_to_the_verifie
     ended = [False]
     real = window_mod.CpsatScheduler._verify_seconds
     monkeypatch.setattr(window_mod.CpsatScheduler, "_verify_seconds",
-                        lambda self, whole: 1e6 if ended[0] else real(self, whole))
+                        lambda self: 1e6 if ended[0] else real(self))
 
     def on_window(done, total, placed, decided):
         ended[0] = done == total

@@ -124,7 +124,7 @@ def freed_on(victims: Victims, index: ClusterIndex, priority: int) -> dict[int, 
     if hit is None:
         below = victims.below(priority)
         idx = np.fromiter((v.idx for v in below), dtype=np.int64, count=len(below))
-        nodes, at = np.unique(np.fromiter((victims.node[i] for i in idx.tolist()), dtype=np.int64, count=len(idx)),
+        nodes, at = np.unique(np.fromiter((victims.node[v.idx] for v in below), dtype=np.int64, count=len(below)),
                               return_inverse=True)
         sums = np.zeros((len(nodes), index.pod_req.shape[1] + 1), dtype=np.int64)
         np.add.at(sums, at, np.column_stack([index.pod_req[idx], np.ones(len(idx), dtype=np.int64)]))

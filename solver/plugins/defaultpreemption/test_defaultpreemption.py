@@ -142,7 +142,6 @@ def test_the_lower_priority_room_kept_up_to_date_equals_one_counted_afresh(seed)
             assert all(kept[1][c].tolist() == fresh[1][c].tolist() for c in cols)
 
 
-
 @pytest.mark.parametrize(("workload", "nodes", "pods", "seed", "params"),
                          [s for s in SHAPES if s[0] in ("priority-overload", "scale")])
 def test_the_encodings_candidates_and_the_room_they_free_are_those_counted_pod_by_pod(workload, nodes, pods, seed,
